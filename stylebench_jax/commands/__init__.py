@@ -1,0 +1,1 @@
+"""One module per `stylebench` subcommand; each exposes ``register(subparsers)``."""

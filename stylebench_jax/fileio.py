@@ -1,0 +1,52 @@
+"""Atomic file writes: write to a temporary file in the same directory, fsync, then rename.
+
+A reader never sees a half-written file: either the old content (or nothing) or the new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[io.IOBase]:
+    """Open a temporary sibling of ``path`` for writing; on success rename it onto ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def save_npy_atomic(path: str | os.PathLike, array: np.ndarray) -> None:
+    """Write ``array`` as a ``.npy`` file atomically (``np.save`` would append ``.npy`` itself)."""
+    with atomic_open(path, "wb") as handle:
+        np.save(handle, array, allow_pickle=False)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    with atomic_open(path, "w") as handle:
+        handle.write(text)
+
+
+def write_jsonl_atomic(path: str | os.PathLike, rows) -> None:
+    """Write an iterable of JSON-serialisable rows, one per line, atomically."""
+    with atomic_open(path, "w") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=False) + "\n")

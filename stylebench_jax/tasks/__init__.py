@@ -1,0 +1,1 @@
+"""Evaluation protocols: one module per task type (STEB, STEL, AuthBench, RAVEN)."""

@@ -1,0 +1,76 @@
+"""What every task protocol shares: the scorer it evaluates and the shape of its results.
+
+A task never calls an encoder directly. It receives a ``TextScorer``, which wraps either an
+``Embedder`` (vectors; similarity = cosine) or a ``PairSimilarity`` (only pairwise scores), and
+routes embedding through the shared cache. Tasks that need vectors (clustering, probing) check
+``scorer.has_vectors`` and raise ``NotApplicable`` otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence
+
+import numpy as np
+
+from stylebench_jax.encoders.base import Embedder, PairSimilarity
+
+
+class NotApplicable(Exception):
+    """This scorer cannot run this task (e.g. clustering with a similarity-only baseline)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Score:
+    """One reported number: point estimate, 95% bootstrap interval, and the instance count."""
+
+    metric: str
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+EmbedFn = Callable[[Embedder, Sequence[str]], np.ndarray]
+
+
+def _direct_embed(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    return embedder.embed(list(texts))
+
+
+class TextScorer:
+    """Uniform access to an Embedder or a PairSimilarity for task code.
+
+    ``embed_fn`` is how vectors are obtained (the CLI passes the embedding cache's lookup);
+    default is a direct ``embedder.embed``.
+    """
+
+    def __init__(self, model: Embedder | PairSimilarity, embed_fn: EmbedFn | None = None):
+        self.model = model
+        self._embed_fn = embed_fn or _direct_embed
+        self.has_vectors = isinstance(model, Embedder)
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """``[N, D]`` float32, L2-normalised rows (zero rows stay zero)."""
+        if not self.has_vectors:
+            raise NotApplicable(f"{self.name} gives only pairwise similarities, not vectors")
+        vectors = np.asarray(self._embed_fn(self.model, texts), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms > 0, norms, 1.0)
+
+    def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """``[len(a)]`` float64 similarity of ``a[i]`` and ``b[i]`` (cosine for embedders)."""
+        if len(a) != len(b):
+            raise ValueError(f"similarity needs equal-length lists, got {len(a)} and {len(b)}")
+        if not self.has_vectors:
+            return np.asarray(self.model.similarity(list(a), list(b)), dtype=np.float64)
+        unique = list(dict.fromkeys(list(a) + list(b)))
+        index = {text: i for i, text in enumerate(unique)}
+        vectors = self.embed(unique).astype(np.float64)
+        ia = np.fromiter((index[t] for t in a), dtype=np.int64, count=len(a))
+        ib = np.fromiter((index[t] for t in b), dtype=np.int64, count=len(b))
+        return np.einsum("nd,nd->n", vectors[ia], vectors[ib])
