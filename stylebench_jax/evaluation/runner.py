@@ -1,0 +1,183 @@
+"""Run every model over every evaluation unit, one resumable cell at a time.
+
+A *unit* (``data.registry.EvalUnit``) is one dataset subset prepared for one task; a *cell* is a
+model x unit. For each cell the runner builds a ``TextScorer`` whose vectors come through the
+embedding cache, calls the task protocol (``evaluation.dispatch.run_task``), and writes the cell
+atomically under ``DIR/cells/``. A stored cell whose fingerprint still matches is reused (resume);
+``force=True`` recomputes everything. ``NotApplicable`` (e.g. a similarity-only baseline asked to
+cluster) is stored as a skipped cell with its reason, never as a number.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from stylebench_jax import __version__
+from stylebench_jax.encoders.base import Embedder, PairSimilarity
+from stylebench_jax.evaluation.cells import (
+    STATUS_NOT_APPLICABLE,
+    STATUS_OK,
+    CellKey,
+    CellResult,
+    cell_fingerprint,
+    payload_digest,
+    read_cell,
+    write_cell,
+)
+from stylebench_jax.tasks.base import EmbedFn, NotApplicable, Score, TextScorer
+
+TaskRunner = Callable[..., list[Score]]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelEntry:
+    """A model as the run names it: ``label`` goes into results, ``identity`` into fingerprints."""
+
+    label: str
+    model: Embedder | PairSimilarity
+
+    @property
+    def identity(self) -> str:
+        return str(getattr(self.model, "identity", None) or f"{type(self.model).__qualname__}:{self.label}")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSettings:
+    """Knobs that change numbers (seed, n_boot) or only the work done (force, progress)."""
+
+    seed: int = 0
+    n_boot: int = 1000
+    force: bool = False
+    progress: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class CellTiming:
+    key: CellKey
+    status: str  # "computed" | "reused" | "not_applicable"
+    seconds: float
+
+
+@dataclasses.dataclass
+class CellsOutcome:
+    """All cells of a run in canonical (sorted) order, plus what this run actually did."""
+
+    cells: list[CellResult]
+    timings: list[CellTiming]
+
+    @property
+    def computed(self) -> list[CellKey]:
+        return [t.key for t in self.timings if t.status != "reused"]
+
+    @property
+    def reused(self) -> list[CellKey]:
+        return [t.key for t in self.timings if t.status == "reused"]
+
+
+class _RecentEmbeddings:
+    """Keeps the last few ``[N, D]`` results per model so two tasks on the same texts embed once.
+
+    Sits in front of ``embed_fn`` (normally the on-disk cache), which matters with ``--no-cache``.
+    """
+
+    def __init__(self, embed_fn: EmbedFn, capacity: int = 4):
+        self._embed_fn = embed_fn
+        self._capacity = capacity
+        self._recent: collections.OrderedDict[tuple[int, str], np.ndarray] = collections.OrderedDict()
+
+    def __call__(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+        digest = hashlib.sha256()
+        for text in texts:
+            digest.update(len(text).to_bytes(8, "little"))
+            digest.update(text.encode("utf-8", "surrogatepass"))
+        key = (id(embedder), digest.hexdigest())
+        if key in self._recent:
+            self._recent.move_to_end(key)
+            return self._recent[key]
+        vectors = np.asarray(self._embed_fn(embedder, texts))
+        self._recent[key] = vectors
+        while len(self._recent) > self._capacity:
+            self._recent.popitem(last=False)
+        return vectors
+
+
+def _direct_embed(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    return embedder.embed(list(texts))
+
+
+def run_cells(models: Sequence[ModelEntry], units: Sequence[Any], cells_dir: Path, *,
+              settings: EvalSettings, task_runner: TaskRunner,
+              embed_fn: EmbedFn | None = None) -> CellsOutcome:
+    """Evaluate every model on every unit; returns all cells sorted by (model, dataset, subset, task).
+
+    ``units`` have ``dataset``, ``subset``, ``task`` and ``payload``; ``task_runner(task, scorer,
+    payload, *, seed, n_boot) -> list[Score]`` runs one protocol (first Score = primary metric).
+    """
+    _check_unique([m.label for m in models], "model")
+    _check_unique([(u.dataset, u.subset, u.task) for u in units], "dataset/subset/task unit")
+    cells_dir = Path(cells_dir)
+    memo = _RecentEmbeddings(embed_fn or _direct_embed)
+    scorers = {m.label: TextScorer(m.model, embed_fn=memo) for m in models}
+    digests = {(u.dataset, u.subset, u.task): payload_digest(u.payload) for u in units}
+    results: list[CellResult] = []
+    timings: list[CellTiming] = []
+    bar = tqdm(total=len(models) * len(units), desc="eval", unit="cell", file=sys.stderr,
+               disable=not settings.progress, dynamic_ncols=True)
+    with bar:
+        for unit in units:
+            for entry in models:
+                key = CellKey(entry.label, unit.dataset, unit.subset, unit.task)
+                bar.set_postfix_str(key.describe(), refresh=False)
+                fingerprint = cell_fingerprint(
+                    model_identity=entry.identity, data_digest=digests[key.dataset, key.subset, key.task],
+                    seed=settings.seed, n_boot=settings.n_boot, code_version=__version__,
+                    extra=(unit.task,))
+                stored = None if settings.force else read_cell(cells_dir, key)
+                if stored is not None and stored.fingerprint == fingerprint:
+                    results.append(stored)
+                    timings.append(CellTiming(key, "reused", 0.0))
+                else:
+                    scorer = scorers[entry.label]
+                    result = _compute_cell(key, fingerprint, scorer, unit, settings, task_runner)
+                    write_cell(cells_dir, result)
+                    results.append(result)
+                    status = "computed" if result.status == STATUS_OK else "not_applicable"
+                    timings.append(CellTiming(key, status, result.seconds))
+                bar.update(1)
+    order = sorted(range(len(results)), key=lambda i: results[i].key)
+    return CellsOutcome([results[i] for i in order], [timings[i] for i in order])
+
+
+def _compute_cell(key: CellKey, fingerprint: str, scorer: TextScorer, unit, settings: EvalSettings,
+                  task_runner: TaskRunner) -> CellResult:
+    start = time.perf_counter()
+    try:
+        scores = task_runner(unit.task, scorer, unit.payload, seed=settings.seed, n_boot=settings.n_boot)
+    except NotApplicable as reason:
+        return CellResult(key, fingerprint, STATUS_NOT_APPLICABLE, (), str(reason) or type(reason).__name__,
+                          time.perf_counter() - start)
+    except Exception as error:
+        error.add_note(f"while evaluating cell {key.describe()}")
+        raise
+    scores = tuple(scores)
+    if not scores:
+        raise RuntimeError(f"task {unit.task!r} returned no scores for cell {key.describe()}")
+    return CellResult(key, fingerprint, STATUS_OK, scores, None, time.perf_counter() - start)
+
+
+def _check_unique(items: list, what: str) -> None:
+    seen = set()
+    for item in items:
+        if item in seen:
+            raise ValueError(f"duplicate {what} {item!r}: every cell must have its own key")
+        seen.add(item)

@@ -1,0 +1,25 @@
+"""Markdown leaderboard and self-contained HTML report from ``results.jsonl`` rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from stylebench_jax.fileio import write_text_atomic
+from stylebench_jax.report.html import render_html
+from stylebench_jax.report.markdown import ScoreTable, render_leaderboard
+
+__all__ = ["ScoreTable", "render_html", "render_leaderboard", "write_report"]
+
+
+def write_report(output_dir: Path, rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]],
+                 scores: Sequence[ScoreTable], *, title: str,
+                 description: Sequence[str] = ()) -> tuple[Path, Path]:
+    """Write ``leaderboard.md`` and ``report.html`` atomically into ``output_dir``; returns both paths."""
+    output_dir = Path(output_dir)
+    markdown_path, html_path = output_dir / "leaderboard.md", output_dir / "report.html"
+    write_text_atomic(markdown_path, render_leaderboard(rows, skipped, scores, title=title,
+                                                        description=description))
+    write_text_atomic(html_path, render_html(rows, skipped, scores, title=title, description=description))
+    return markdown_path, html_path

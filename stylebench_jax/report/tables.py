@@ -1,0 +1,107 @@
+"""Shape result rows into the tables the reports print: per task, models x dataset columns.
+
+Input rows are ``results.jsonl`` dicts (see ``evaluation.results``). A *column* is a dataset, or
+``dataset/subset`` when the dataset has several subsets for that task.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+TASK_TITLES = {
+    "clustering": "Clustering",
+    "pair_all": "Pair classification (all-to-all)",
+    "pair_predefined": "Pair classification (predefined pairs)",
+    "order_quad": "Order alignment (STEL quadruples)",
+    "order_list": "Order alignment (ordered lists)",
+    "retrieval": "Retrieval",
+    "probing": "Probing",
+}
+TASK_ORDER = tuple(TASK_TITLES)
+
+
+def task_title(task: str) -> str:
+    return TASK_TITLES.get(task, task)
+
+
+def ordered_tasks(tasks: Iterable[str]) -> list[str]:
+    """Known tasks in protocol order, unknown ones after them alphabetically."""
+    tasks = set(tasks)
+    return [t for t in TASK_ORDER if t in tasks] + sorted(tasks - set(TASK_ORDER))
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskTable:
+    """Primary metric of one task: ``cells[(model, column)]``; ``best[column]`` is the top model."""
+
+    task: str
+    metric: str
+    models: tuple[str, ...]
+    columns: tuple[str, ...]
+    cells: dict[tuple[str, str], Cell]
+
+    def best(self, column: str) -> str | None:
+        scored = [(c.value, m) for m in self.models
+                  if (c := self.cells.get((m, column))) is not None and _finite(c.value)]
+        return max(scored)[1] if scored else None
+
+
+def _finite(value: Any) -> bool:
+    return value is not None and math.isfinite(float(value))
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def column_name(dataset: str, subset: str, multi_subset: bool) -> str:
+    return f"{dataset}/{subset}" if multi_subset and subset else dataset
+
+
+def task_tables(rows: Sequence[dict[str, Any]], metric: str | None = None) -> list[TaskTable]:
+    """One table per task of its primary metric (or of ``metric`` where a task reports it)."""
+    tables = []
+    for task in ordered_tasks(r["task"] for r in rows):
+        task_rows = [r for r in rows if r["task"] == task and
+                     (r["metric"] == metric if metric else r.get("primary", False))]
+        if not task_rows:
+            continue
+        subsets: dict[str, set[str]] = {}
+        for r in task_rows:
+            subsets.setdefault(r["dataset"], set()).add(r["subset"])
+        cells, columns = {}, []
+        for r in sorted(task_rows, key=lambda r: (r["dataset"], r["subset"])):
+            column = column_name(r["dataset"], r["subset"], len(subsets[r["dataset"]]) > 1)
+            if column not in columns:
+                columns.append(column)
+            cells[(r["model"], column)] = Cell(_number(r["value"]), _number(r["ci_low"]),
+                                               _number(r["ci_high"]), int(r["n"]))
+        metrics = sorted({r["metric"] for r in task_rows})
+        tables.append(TaskTable(task, " / ".join(metrics), tuple(sorted({r["model"] for r in task_rows})),
+                                tuple(columns), cells))
+    return tables
+
+
+def format_value(value: float, digits: int = 3) -> str:
+    return "n/a" if not _finite(value) else f"{value:.{digits}f}"
+
+
+def format_cell(cell: Cell | None, digits: int = 3) -> str:
+    """``0.842 [0.801, 0.880]``; ``—`` when absent, ``n/a`` when undefined."""
+    if cell is None:
+        return "—"
+    text = format_value(cell.value, digits)
+    if _finite(cell.ci_low) and _finite(cell.ci_high):
+        text += f" [{cell.ci_low:.{digits}f}, {cell.ci_high:.{digits}f}]"
+    return text

@@ -1,0 +1,191 @@
+"""Cells, resume, --force, determinism and NotApplicable bookkeeping of the evaluation runner."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from stylebench_jax.evaluation.cells import CellKey, payload_digest, read_cell
+from stylebench_jax.evaluation.results import RESULT_FIELDS, result_rows, skipped_rows, write_result_files
+from stylebench_jax.evaluation.runner import EvalSettings, ModelEntry, run_cells
+from stylebench_jax.tasks.base import NotApplicable, Score
+
+
+@dataclasses.dataclass(frozen=True)
+class Unit:
+    dataset: str
+    subset: str
+    task: str
+    payload: dict
+
+
+class CharHistogram:
+    """Tiny real embedder: relative frequencies of a-z (26 dims)."""
+
+    name = "chars"
+    identity = "test-char-histogram/v1"
+    dim = 26
+
+    def __init__(self):
+        self.calls = 0
+
+    def embed(self, texts):
+        self.calls += 1
+        out = np.zeros((len(texts), 26), np.float32)
+        for i, text in enumerate(texts):
+            for ch in text.lower():
+                if "a" <= ch <= "z":
+                    out[i, ord(ch) - 97] += 1
+        return out / np.maximum(out.sum(1, keepdims=True), 1)
+
+
+class LengthSimilarity:
+    """Similarity-only model: 1 - |len(a) - len(b)| / max(len)."""
+
+    name = "length"
+
+    def similarity(self, a, b):
+        return np.array([1 - abs(len(x) - len(y)) / max(len(x), len(y), 1) for x, y in zip(a, b)])
+
+
+class CountingTasks:
+    """A task runner doing real (small) computations and counting how often each cell is run."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, str]] = []
+
+    def __call__(self, task, scorer, payload, *, seed, n_boot):
+        self.calls.append((scorer.name, task))
+        texts = payload["texts"]
+        if task == "needs_vectors":
+            vectors = scorer.embed(texts)
+            value = float(np.mean(vectors @ vectors.T))
+            return [Score("mean_cos", value, value - 0.1, value + 0.1, len(texts)),
+                    Score("seed_echo", float(seed), float(seed), float(seed), n_boot)]
+        sims = scorer.similarity(texts[:-1], texts[1:])
+        value = float(np.mean(sims))
+        rng = np.random.default_rng(seed)
+        boots = [np.mean(rng.choice(sims, len(sims))) for _ in range(n_boot)]
+        return [Score("mean_sim", value, float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975)),
+                      len(sims))]
+
+
+UNITS = [
+    Unit("toy", "a", "needs_vectors", {"texts": ["The cat sat.", "A dog ran!", "zzz quiet"]}),
+    Unit("toy", "a", "pairs", {"texts": ["The cat sat.", "A dog ran!", "zzz quiet", "Hello there"]}),
+    Unit("other", "b", "pairs", {"texts": ["short", "a much longer text here", "mid size"]}),
+]
+
+
+def models():
+    return [ModelEntry("chars", CharHistogram()), ModelEntry("baseline:length", LengthSimilarity())]
+
+
+def run(tmp_path, tasks=None, **settings):
+    tasks = tasks or CountingTasks()
+    outcome = run_cells(models(), UNITS, tmp_path / "cells", task_runner=tasks,
+                        settings=EvalSettings(progress=False, n_boot=50, **settings))
+    return outcome, tasks
+
+
+def test_rows_schema_order_and_primary(tmp_path):
+    outcome, tasks = run(tmp_path)
+    rows = result_rows(outcome.cells)
+    assert len(tasks.calls) == 6
+    for row in rows:
+        assert tuple(row) == RESULT_FIELDS
+        assert isinstance(row["n"], int) and row["ci_low"] <= row["value"] <= row["ci_high"]
+    keys = [(r["model"], r["dataset"], r["subset"], r["task"]) for r in rows]
+    assert keys == sorted(keys)
+    chars_toy = [r for r in rows if r["model"] == "chars" and r["task"] == "needs_vectors"]
+    assert [(r["metric"], r["primary"]) for r in chars_toy] == [("mean_cos", True), ("seed_echo", False)]
+    assert {r["model"] for r in rows} == {"chars", "baseline:length"}
+    # by hand: "short" vs "a much longer text here" (5 vs 23 chars), then vs "mid size" (23 vs 8)
+    other = next(r for r in rows if r["model"] == "baseline:length" and r["dataset"] == "other")
+    assert other["value"] == pytest.approx(np.mean([1 - 18 / 23, 1 - 15 / 23]))
+
+
+def test_not_applicable_is_recorded_not_scored(tmp_path):
+    outcome, _ = run(tmp_path)
+    skipped = skipped_rows(outcome.cells)
+    assert skipped == [{"model": "baseline:length", "dataset": "toy", "subset": "a", "task": "needs_vectors",
+                        "reason": "length gives only pairwise similarities, not vectors"}]
+    rows = result_rows(outcome.cells)
+    assert not [r for r in rows if r["model"] == "baseline:length" and r["task"] == "needs_vectors"]
+    stored = read_cell(tmp_path / "cells", CellKey("baseline:length", "toy", "a", "needs_vectors"))
+    assert stored.status == "not_applicable" and stored.scores == ()
+
+
+def test_resume_skips_computed_cells_and_force_recomputes(tmp_path):
+    first, _ = run(tmp_path)
+    second, tasks = run(tmp_path)
+    assert tasks.calls == []
+    assert len(second.reused) == 6 and second.computed == []
+    assert result_rows(second.cells) == result_rows(first.cells)
+    forced, tasks = run(tmp_path, force=True)
+    assert len(tasks.calls) == 6 and len(forced.computed) == 6
+
+
+def test_resume_recomputes_only_missing_and_stale_cells(tmp_path):
+    run(tmp_path)
+    (tmp_path / "cells" / CellKey("chars", "other", "b", "pairs").relative_path()).unlink()
+    _, tasks = run(tmp_path)
+    assert tasks.calls == [("chars", "pairs")]
+    _, tasks = run(tmp_path, seed=1)  # seed is part of every fingerprint: all cells are stale
+    assert len(tasks.calls) == 6
+
+
+def test_same_run_twice_gives_identical_results_file(tmp_path):
+    texts = []
+    for name in ("one", "two"):
+        outcome, _ = run(tmp_path / name)
+        results, skipped = write_result_files(tmp_path / name, outcome.cells)
+        texts.append((results.read_bytes(), skipped.read_bytes()))
+    assert texts[0] == texts[1]
+    assert b"seconds" not in texts[0][0]
+    assert [json.loads(line)["model"] for line in texts[0][0].decode().splitlines()][0] == "baseline:length"
+
+
+def test_cell_paths_escape_model_names(tmp_path):
+    key = CellKey("../weird/model:x", "ds", "", "pairs")
+    assert ".." not in key.relative_path().parts and len(key.relative_path().parts) == 4
+
+
+def test_failing_task_names_its_cell_and_keeps_finished_cells(tmp_path):
+    class Broken(CountingTasks):
+        def __call__(self, task, scorer, payload, *, seed, n_boot):
+            if payload["texts"][0] == "short":
+                raise ZeroDivisionError("boom")
+            return super().__call__(task, scorer, payload, seed=seed, n_boot=n_boot)
+
+    with pytest.raises(ZeroDivisionError) as info:
+        run(tmp_path, tasks=Broken())
+    assert any("other:b / pairs" in note for note in info.value.__notes__)
+    assert read_cell(tmp_path / "cells", CellKey("chars", "toy", "a", "pairs")) is not None
+
+
+def test_not_applicable_from_task_keeps_message(tmp_path):
+    def refuse(task, scorer, payload, *, seed, n_boot):
+        raise NotApplicable("needs labels with at least two classes")
+
+    outcome = run_cells(models()[:1], UNITS[:1], tmp_path, task_runner=refuse,
+                        settings=EvalSettings(progress=False))
+    assert skipped_rows(outcome.cells)[0]["reason"] == "needs labels with at least two classes"
+
+
+def test_same_texts_are_embedded_once_per_model(tmp_path):
+    embedder = CharHistogram()
+    units = [Unit("toy", subset, "needs_vectors", UNITS[0].payload) for subset in ("a", "b")]
+    run_cells([ModelEntry("chars", embedder)], units, tmp_path, task_runner=CountingTasks(),
+              settings=EvalSettings(progress=False))
+    assert embedder.calls == 1
+
+
+def test_payload_digest_tracks_content():
+    base = {"texts": ["a", "b"], "labels": np.array([0, 1])}
+    assert payload_digest(base) == payload_digest({"labels": np.array([0, 1]), "texts": ["a", "b"]})
+    assert payload_digest(base) != payload_digest({"texts": ["a", "b"], "labels": np.array([1, 0])})
+    assert payload_digest({"texts": ["ab", ""]}) != payload_digest({"texts": ["a", "b"]})
