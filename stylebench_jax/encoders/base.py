@@ -11,7 +11,8 @@ Some baselines are only pairwise similarities (STEL's surface measures); they im
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 

@@ -9,7 +9,7 @@ routes embedding through the shared cache. Tasks that need vectors (clustering, 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

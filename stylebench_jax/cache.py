@@ -1,0 +1,163 @@
+"""Content-addressed on-disk embedding cache, shared by every task and run.
+
+Layout under the cache root (``--cache-dir``, ``$STYLEBENCH_CACHE`` or ``~/.cache/stylebench``)::
+
+    <root>/<space>/identity.txt           the embedder identity this space belongs to
+    <root>/<space>/<shard>.vectors.npy    [n, D] float32
+    <root>/<space>/<shard>.keys.npy       [n, 32] uint8: SHA-256 of each text's UTF-8 bytes
+
+``space`` is the SHA-256 of the embedder ``identity`` (which covers the weights digest, the
+tokenizer, pooling, normalisation, max length, long-text policy, sentence splitter and dtype), so
+the key of a vector is (identity, text). Each ``embed`` call that computes new vectors writes one
+shard: vectors first, keys last, each by write-to-temp + rename. A shard counts only when its keys
+file exists and matches its vectors file, so a run killed at any point leaves either a complete
+shard or ignorable leftovers (removed by ``clear`` or the next ``compact``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from stylebench_jax.encoders.base import Embedder
+from stylebench_jax.fileio import atomic_open, save_npy_atomic
+
+KEY_BYTES = 32
+_SPACE_NAME = re.compile(r"[0-9a-f]{32}")
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("STYLEBENCH_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "stylebench"
+
+
+def text_keys(texts: Sequence[str]) -> np.ndarray:
+    """``[N, 32]`` uint8 SHA-256 digests of the texts' UTF-8 bytes."""
+    keys = np.empty((len(texts), KEY_BYTES), np.uint8)
+    for i, text in enumerate(texts):
+        keys[i] = np.frombuffer(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), np.uint8)
+    return keys
+
+
+class EmbeddingCache:
+    """``embed(embedder, texts)`` returns cached rows and computes (then stores) only the misses."""
+
+    def __init__(self, root: str | Path | None = None, *, enabled: bool = True):
+        self.root = Path(root) if root is not None else default_cache_dir()
+        self.enabled = enabled
+        self._index: dict[str, dict[bytes, tuple[Path, int]]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def space(self, embedder: Embedder) -> Path:
+        digest = hashlib.sha256(embedder.identity.encode("utf-8")).hexdigest()[:32]
+        return self.root / digest
+
+    def _load_index(self, space: Path) -> dict[bytes, tuple[Path, int]]:
+        key = str(space)
+        if key in self._index:
+            return self._index[key]
+        index: dict[bytes, tuple[Path, int]] = {}
+        if space.is_dir():
+            for keys_path in sorted(space.glob("*.keys.npy")):
+                vectors_path = keys_path.with_name(keys_path.name.replace(".keys.npy", ".vectors.npy"))
+                try:
+                    keys = np.load(keys_path, allow_pickle=False)
+                    vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)
+                except (OSError, ValueError):
+                    continue  # incomplete shard from an interrupted run: ignore it
+                if keys.ndim != 2 or keys.shape[1] != KEY_BYTES or vectors.shape[0] != keys.shape[0]:
+                    continue
+                for row, k in enumerate(keys):
+                    index.setdefault(k.tobytes(), (vectors_path, row))
+        self._index[key] = index
+        return index
+
+    def lookup(self, embedder: Embedder, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(vectors [N, D] float32, found [N] bool)``; rows not found are zeros."""
+        keys = text_keys(texts)
+        out = np.zeros((len(texts), embedder.dim), np.float32)
+        found = np.zeros(len(texts), bool)
+        if not self.enabled:
+            return out, found
+        index = self._load_index(self.space(embedder))
+        by_file: dict[Path, list[tuple[int, int]]] = {}
+        for i, k in enumerate(keys):
+            hit = index.get(k.tobytes())
+            if hit is not None:
+                by_file.setdefault(hit[0], []).append((i, hit[1]))
+        for path, pairs in by_file.items():
+            vectors = np.load(path, mmap_mode="r", allow_pickle=False)
+            dest, src = map(list, zip(*pairs))
+            out[dest] = vectors[np.asarray(src)]
+            found[dest] = True
+        return out, found
+
+    def store(self, embedder: Embedder, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Write one new shard holding ``vectors`` for ``texts`` (atomic: vectors, then keys)."""
+        if not self.enabled or not len(texts):
+            return
+        space = self.space(embedder)
+        space.mkdir(parents=True, exist_ok=True)
+        identity_file = space / "identity.txt"
+        if not identity_file.exists():
+            with atomic_open(identity_file, "w") as handle:
+                handle.write(embedder.identity + "\n")
+        keys = text_keys(texts)
+        shard = hashlib.sha256(keys.tobytes()).hexdigest()[:24]
+        vectors_path = space / f"{shard}.vectors.npy"
+        save_npy_atomic(vectors_path, np.ascontiguousarray(vectors, dtype=np.float32))
+        save_npy_atomic(space / f"{shard}.keys.npy", keys)
+        index = self._load_index(space)
+        for row, k in enumerate(keys):
+            index.setdefault(k.tobytes(), (vectors_path, row))
+
+    def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+        """``[N, D]`` float32 for ``texts`` in order; each distinct missing text is embedded once."""
+        texts = list(texts)
+        vectors, found = self.lookup(embedder, texts)
+        missing = list(dict.fromkeys(t for t, f in zip(texts, found) if not f))
+        self.hits += int(found.sum())
+        self.misses += len(missing)
+        if missing:
+            computed = np.asarray(embedder.embed(missing), dtype=np.float32)
+            if computed.shape != (len(missing), embedder.dim):
+                raise RuntimeError(f"{embedder.name} returned shape {computed.shape}, "
+                                   f"expected {(len(missing), embedder.dim)}")
+            self.store(embedder, missing, computed)
+            position = {t: i for i, t in enumerate(missing)}
+            rows = [i for i, f in enumerate(found) if not f]
+            vectors[rows] = computed[[position[texts[i]] for i in rows]]
+        return vectors
+
+    # ----------------------------------------------------------------- maintenance
+    def info(self) -> list[dict]:
+        """One entry per embedder space: identity, number of vectors, bytes on disk."""
+        rows = []
+        if not self.root.is_dir():
+            return rows
+        for space in sorted(p for p in self.root.iterdir() if p.is_dir()):
+            identity = (space / "identity.txt").read_text(encoding="utf-8").strip() \
+                if (space / "identity.txt").exists() else "?"
+            size = sum(p.stat().st_size for p in space.iterdir() if p.is_file())
+            rows.append({"space": space.name, "identity": identity,
+                         "vectors": len(self._load_index(space)), "bytes": size})
+        return rows
+
+    def clear(self) -> int:
+        """Delete every embedder space under the root (and nothing else); returns bytes freed."""
+        if not self.root.is_dir():
+            return 0
+        size = 0
+        for space in self.root.iterdir():
+            if space.is_dir() and _SPACE_NAME.fullmatch(space.name):
+                size += sum(p.stat().st_size for p in space.rglob("*") if p.is_file())
+                shutil.rmtree(space)
+        self._index.clear()
+        return size

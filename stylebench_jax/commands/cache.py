@@ -1,0 +1,37 @@
+"""`stylebench cache info|clear`: show or empty the embedding cache."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "cache", help="show the embedding cache's size or clear it",
+        description="Inspect or clear the content-addressed embedding cache.")
+    parser.add_argument("action", choices=("info", "clear"),
+                        help="info: one line per model identity; clear: delete every cached vector")
+    parser.add_argument("--cache-dir", default=None, metavar="DIR",
+                        help="cache directory (default: $STYLEBENCH_CACHE or ~/.cache/stylebench)")
+    parser.add_argument("--json", action="store_true", help="print info as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from stylebench_jax.cache import EmbeddingCache
+
+    cache = EmbeddingCache(args.cache_dir)
+    if args.action == "clear":
+        freed = cache.clear()
+        print(f"cleared {cache.root} ({freed / 2**20:.1f} MiB freed)")
+        return 0
+    rows = cache.info()
+    if args.json:
+        print(json.dumps({"root": str(cache.root), "spaces": rows}, indent=2))
+        return 0
+    total = sum(r["bytes"] for r in rows)
+    print(f"{cache.root}: {sum(r['vectors'] for r in rows)} vectors, {total / 2**20:.1f} MiB")
+    for row in rows:
+        print(f"  {row['vectors']:>9} vectors {row['bytes'] / 2**20:>8.1f} MiB  {row['identity']}")
+    return 0

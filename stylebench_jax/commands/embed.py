@@ -1,0 +1,71 @@
+"""`stylebench embed`: texts from a file -> float32 ``[N, D]`` ``.npy`` in input order."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from stylebench_jax.commands.common import add_cache_arguments, add_mesh_argument
+from stylebench_jax.errors import UserInputError
+
+EPILOG = """\
+examples:
+  stylebench embed --model minilm --input texts.txt --output emb.npy
+  stylebench embed --model minilm --input docs.jsonl --text-field body --output emb.npy \\
+      --long-text chunk --mesh data=4,model=2
+  stylebench embed --model ./my_model_dir --input texts.txt --output emb.npy --no-cache
+
+Texts longer than the model's token budget are split at sentence boundaries, packed into chunks
+within the budget, embedded chunk by chunk and mean-pooled (--long-text chunk, STEB's protocol), or
+cut at the budget (--long-text truncate). Vectors are cached by (model identity, settings, text):
+a second run on the same input runs no encoder forward pass.
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "embed", help="embed texts from a .txt or .jsonl file into a .npy matrix",
+        description="Embed every text of a .txt (one per line) or .jsonl file; write float32 [N, D].",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="minilm",
+                        help="'minilm', 'baseline:<name>' or a local model directory (default: minilm)")
+    parser.add_argument("--input", required=True, type=Path, help=".txt or .jsonl file of texts")
+    parser.add_argument("--output", required=True, type=Path, help="output .npy path")
+    parser.add_argument("--text-field", default="text", help="JSONL field holding the text (default: text)")
+    parser.add_argument("--batch-size", type=int, default=32, help="sequences per forward batch")
+    parser.add_argument("--max-length", type=int, default=None,
+                        help="token budget per sequence incl. special tokens (default: the model's)")
+    parser.add_argument("--long-text", choices=("chunk", "truncate"), default="chunk",
+                        help="how to embed texts over the budget (default: chunk)")
+    add_mesh_argument(parser)
+    add_cache_arguments(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from stylebench_jax.cache import EmbeddingCache
+    from stylebench_jax.encoders.base import Embedder
+    from stylebench_jax.encoders.registry import resolve_embedder
+    from stylebench_jax.fileio import save_npy_atomic
+    from stylebench_jax.parallel.mesh import make_mesh
+    from stylebench_jax.text.inputs import read_texts
+
+    if args.output.suffix != ".npy":
+        raise UserInputError(f"--output {args.output}: expected a .npy path")
+    if args.output.parent and not args.output.parent.exists():
+        raise UserInputError(f"--output {args.output}: directory {args.output.parent} does not exist")
+    texts = read_texts(args.input, text_field=args.text_field)
+    model = resolve_embedder(
+        args.model, max_length=args.max_length, long_text=args.long_text, batch_size=args.batch_size,
+        mesh=make_mesh(args.mesh), progress=None if not args.quiet else False)
+    if not isinstance(model, Embedder):
+        raise UserInputError(f"{args.model} is a pairwise similarity without vectors; it cannot embed")
+    cache = EmbeddingCache(args.cache_dir, enabled=not args.no_cache)
+    vectors = cache.embed(model, texts)
+    save_npy_atomic(args.output, vectors)
+    if not args.quiet:
+        print(f"wrote {args.output}: {vectors.shape[0]} x {vectors.shape[1]} float32 "
+              f"({cache.hits} cached, {cache.misses} embedded)", file=sys.stderr)
+    return 0

@@ -1,0 +1,87 @@
+"""Configuration of a BERT-family encoder, read from a Hugging Face ``config.json``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from stylebench_jax.errors import located
+
+SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "mpnet-free-bert")
+SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderConfig:
+    """Hyper-parameters of the transformer stack.
+
+    ``position_offset`` is 0 for BERT; RoBERTa-style models start positions at ``pad_token_id + 1``
+    (so position ids are ``offset + arange(L)`` for unpadded tokens).
+    """
+
+    vocab_size: int = 30522
+    hidden_size: int = 384
+    num_layers: int = 6
+    num_heads: int = 12
+    intermediate_size: int = 1536
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    hidden_act: str = "gelu"
+    position_offset: int = 0
+    pad_token_id: int = 0
+    model_type: str = "bert"
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_heads
+
+    def __post_init__(self):
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size {self.hidden_size} not divisible by num_heads {self.num_heads}")
+        if self.hidden_act not in SUPPORTED_ACTIVATIONS:
+            raise ValueError(f"hidden_act {self.hidden_act!r} not in {SUPPORTED_ACTIVATIONS}")
+
+    @property
+    def max_tokens(self) -> int:
+        """Longest sequence the position table allows (RoBERTa loses ``position_offset`` slots)."""
+        return self.max_position_embeddings - self.position_offset
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> EncoderConfig:
+        """Read a Hugging Face ``config.json`` (BERT or RoBERTa family)."""
+        path = Path(path)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise located(path, f"not valid JSON ({error.msg})", line=error.lineno,
+                          column=error.colno) from None
+        model_type = raw.get("model_type", "bert")
+        if model_type not in SUPPORTED_MODEL_TYPES:
+            raise located(path, f"model_type {model_type!r} is not a BERT-family encoder "
+                                f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})", field="model_type")
+        required = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                    "intermediate_size", "max_position_embeddings")
+        for key in required:
+            if not isinstance(raw.get(key), int):
+                raise located(path, f"expected an integer, found {raw.get(key)!r}", field=key)
+        roberta_like = model_type in ("roberta", "xlm-roberta", "camembert")
+        pad = int(raw.get("pad_token_id", 1 if roberta_like else 0) or 0)
+        try:
+            return cls(
+                vocab_size=raw["vocab_size"],
+                hidden_size=raw["hidden_size"],
+                num_layers=raw["num_hidden_layers"],
+                num_heads=raw["num_attention_heads"],
+                intermediate_size=raw["intermediate_size"],
+                max_position_embeddings=raw["max_position_embeddings"],
+                type_vocab_size=int(raw.get("type_vocab_size", 2)),
+                layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
+                hidden_act=raw.get("hidden_act", "gelu"),
+                position_offset=pad + 1 if roberta_like else 0,
+                pad_token_id=pad,
+                model_type=model_type,
+            )
+        except ValueError as error:
+            raise located(path, str(error)) from None

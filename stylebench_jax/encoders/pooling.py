@@ -1,0 +1,71 @@
+"""Pooling of hidden states ``[B, L, H]`` into one vector per sequence ``[B, H]``.
+
+- ``mean``: average over tokens whose attention mask is 1 (sentence-transformers' mean pooling).
+- ``cls``: the first token's hidden state.
+- ``attention``: learned attention pooling, softmax over unmasked tokens of ``w . tanh(W h)``
+  (parameters are trained with the rest of the model; randomly initialised otherwise).
+"""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from stylebench_jax.encoders.bert import BertEncoder
+from stylebench_jax.encoders.config import EncoderConfig
+
+POOLING_MODES = ("mean", "cls", "attention")
+
+
+def mean_pool(hidden: jax.Array, mask: jax.Array) -> jax.Array:
+    """``sum_t mask[b,t] h[b,t] / max(sum_t mask[b,t], 1e-9)`` -> ``[B, H]``."""
+    mask = mask.astype(hidden.dtype)[..., None]
+    return (hidden * mask).sum(axis=1) / jnp.clip(mask.sum(axis=1), 1e-9)
+
+
+def l2_normalize(vectors: jax.Array, eps: float = 1e-12) -> jax.Array:
+    """``v / max(||v||_2, eps)`` row-wise (as torch.nn.functional.normalize)."""
+    return vectors / jnp.maximum(jnp.linalg.norm(vectors, axis=-1, keepdims=True), eps)
+
+
+class AttentionPooling(nn.Module):
+    hidden_size: int
+
+    @nn.compact
+    def __call__(self, hidden, mask):
+        projected = jnp.tanh(nn.Dense(
+            self.hidden_size, kernel_init=nn.with_logical_partitioning(
+                nn.initializers.normal(0.02), ("embed", "mlp")), name="proj")(hidden))
+        logits = nn.Dense(1, kernel_init=nn.with_logical_partitioning(
+            nn.initializers.normal(0.02), ("mlp", None)), name="score")(projected)[..., 0]
+        logits = jnp.where(mask > 0, logits.astype(jnp.float32), -1e9)
+        weights = jax.nn.softmax(logits, axis=-1).astype(hidden.dtype)
+        return jnp.einsum("bl,blh->bh", weights, hidden)
+
+
+class SentenceEncoder(nn.Module):
+    """BERT encoder + pooling (+ optional L2 normalisation): ``[B, L]`` ids -> ``[B, H]`` float32."""
+
+    config: EncoderConfig
+    pooling: str = "mean"
+    normalize: bool = True
+    dtype: jnp.dtype = jnp.float32
+
+    def setup(self):
+        if self.pooling not in POOLING_MODES:
+            raise ValueError(f"pooling {self.pooling!r} not in {POOLING_MODES}")
+        self.encoder = BertEncoder(self.config, self.dtype)
+        if self.pooling == "attention":
+            self.attention_pool = AttentionPooling(self.config.hidden_size)
+
+    def __call__(self, input_ids, attention_mask, token_type_ids=None):
+        hidden = self.encoder(input_ids, attention_mask, token_type_ids)
+        if self.pooling == "mean":
+            pooled = mean_pool(hidden, attention_mask)
+        elif self.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            pooled = self.attention_pool(hidden, attention_mask)
+        pooled = pooled.astype(jnp.float32)
+        return l2_normalize(pooled) if self.normalize else pooled

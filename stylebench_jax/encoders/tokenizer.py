@@ -1,0 +1,84 @@
+"""Fast WordPiece/BPE tokenisation through Hugging Face ``tokenizers`` (Rust), loaded from local files.
+
+We take only the content token ids from the tokenizer (no special tokens, no truncation, no
+padding) and add the model's special tokens ourselves, so truncation, chunking and padding are
+under our control and identical for every model family.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from stylebench_jax.errors import UserInputError
+
+
+class TextTokenizer:
+    """Wraps a ``tokenizers.Tokenizer``; knows the special-token prefix/suffix and the pad id."""
+
+    def __init__(self, tokenizer: Tokenizer, digest: str, pad_id: int):
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        self._tokenizer = tokenizer
+        self.digest = digest
+        self.pad_id = pad_id
+        probe_with = tokenizer.encode("a", add_special_tokens=True).ids
+        probe_without = tokenizer.encode("a", add_special_tokens=False).ids
+        start = next((i for i in range(len(probe_with) - len(probe_without) + 1)
+                      if probe_with[i:i + len(probe_without)] == probe_without), None)
+        if start is None:
+            raise ValueError("cannot locate content tokens inside the special-token template")
+        self.prefix = tuple(probe_with[:start])
+        self.suffix = tuple(probe_with[start + len(probe_without):])
+
+    @property
+    def n_special(self) -> int:
+        return len(self.prefix) + len(self.suffix)
+
+    def content_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text without special tokens (batched, multi-threaded in Rust)."""
+        return [encoding.ids for encoding in
+                self._tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def wrap(self, content: Sequence[int]) -> list[int]:
+        """Add the model's special tokens around ``content`` (e.g. ``[CLS] ... [SEP]``)."""
+        return [*self.prefix, *content, *self.suffix]
+
+    @classmethod
+    def from_dir(cls, model_dir: Path) -> TextTokenizer:
+        """Load ``tokenizer.json`` (preferred) or ``vocab.txt`` (BERT WordPiece) from ``model_dir``."""
+        tokenizer_json = model_dir / "tokenizer.json"
+        vocab_txt = model_dir / "vocab.txt"
+        config_path = model_dir / "tokenizer_config.json"
+        tok_config = {}
+        if config_path.exists():
+            try:
+                tok_config = json.loads(config_path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as error:
+                raise UserInputError(f"{config_path}:{error.lineno}:{error.colno}: not valid JSON") from None
+        if tokenizer_json.exists():
+            raw = tokenizer_json.read_bytes()
+            try:
+                tokenizer = Tokenizer.from_str(raw.decode("utf-8"))
+            except Exception as error:
+                raise UserInputError(f"{tokenizer_json}: not a valid tokenizers file ({error})") from None
+        elif vocab_txt.exists():
+            from tokenizers.implementations import BertWordPieceTokenizer
+
+            raw = vocab_txt.read_bytes()
+            lowercase = bool(tok_config.get("do_lower_case", True))
+            tokenizer = BertWordPieceTokenizer(str(vocab_txt), lowercase=lowercase)._tokenizer
+            raw += b"lowercase=%d" % lowercase
+        else:
+            raise UserInputError(f"{model_dir}: no tokenizer.json or vocab.txt")
+        pad_token = tok_config.get("pad_token", "[PAD]")
+        if isinstance(pad_token, dict):
+            pad_token = pad_token.get("content", "[PAD]")
+        pad_id = tokenizer.token_to_id(pad_token)
+        if pad_id is None:
+            pad_id = 0
+        return cls(tokenizer, hashlib.sha256(raw).hexdigest()[:16], pad_id)

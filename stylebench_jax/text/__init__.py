@@ -1,0 +1,1 @@
+"""Pure-Python text handling: input files, sentence splitting, token-budget chunking."""
