@@ -1,0 +1,100 @@
+"""Ranking metrics for retrieval: ranks of relevant targets, MRR (two variants), Recall@K.
+
+Rank convention (1-based, shared by every function here): targets are ordered by descending
+score; a non-relevant target whose score *equals* a relevant one is placed before it (ties are
+broken against the query), and relevant targets tied with each other take consecutive positions.
+So for the relevant scores sorted descending ``r_1 >= r_2 >= ...`` the k-th relevant target has rank
+``k + #{non-relevant t : s_t >= r_k}``. A model that gives every target the same score therefore
+ranks all relevant targets last, instead of scoring a perfect MRR by tie luck.
+
+Two MRR variants (STYLE.md: name both, say which is reported):
+  * ``mrr``  (primary): mean over queries of ``1 / rank of the first relevant target``
+    (Voorhees, TREC-8 QA 1999; the usual authorship-retrieval definition, e.g. Rivera-Soto et al.
+    2021). Perfect retrieval scores 1 whatever the number of relevant targets.
+  * ``mrr_steb``: mean over queries of the mean over *all* relevant targets of ``1 / rank``, as in
+    STEB's ``calculate_retrieval_metrics`` (steb/metrics.py). With several relevant targets even a
+    perfect ranking scores below 1 (two relevant: (1 + 1/2) / 2 = 0.75), so it mixes retrieval
+    quality with the number of relevant targets per query; reported for comparison with STEB.
+
+``recall_at_k`` is the share of queries with at least one relevant target in the top K (the
+success rate / hit rate). STEB's own "recall@K" instead averages the *fraction* of relevant targets
+in the top K; we do not report that one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+RECALL_KS = (1, 8, 16, 32, 64, 128)
+
+
+def relevant_ranks(scores, relevant, candidate=None) -> np.ndarray:
+    """Ranks of the relevant targets of one query, ascending, under the module's rank convention.
+
+    ``scores [T]`` similarities of the query to every target; ``relevant [T]`` bool; ``candidate
+    [T]`` bool marks targets that take part (False = excluded, e.g. the query itself). Returns
+    ``[R]`` int64 ranks of the ``R`` relevant candidates (empty if none). Full-sort reference
+    implementation, ``O(T log T)``.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    relevant = np.asarray(relevant, dtype=bool)
+    candidate = np.ones_like(relevant) if candidate is None else np.asarray(candidate, dtype=bool)
+    rel = np.sort(scores[relevant & candidate])[::-1]
+    other = np.sort(scores[~relevant & candidate])
+    at_least = other.size - np.searchsorted(other, rel, side="left")  # non-relevant with s >= r_k
+    return np.arange(1, rel.size + 1, dtype=np.int64) + at_least
+
+
+def reciprocal_ranks_first(first_ranks) -> np.ndarray:
+    """Per-query ``1 / first_rank`` (``[Q]`` float64) from the 1-based rank of the first relevant hit."""
+    ranks = np.asarray(first_ranks, dtype=np.float64)
+    if np.any(ranks < 1):
+        raise ValueError("ranks are 1-based")
+    return 1.0 / ranks
+
+
+def mean_reciprocal_rank(first_ranks) -> float:
+    """MRR = ``(1/Q) sum_q 1 / rank_q`` with ``rank_q`` the rank of the first relevant target
+    (Voorhees 1999). ``first_ranks [Q]`` 1-based."""
+    values = reciprocal_ranks_first(first_ranks)
+    if values.size == 0:
+        raise ValueError("MRR needs at least one query")
+    return float(values.mean())
+
+
+def steb_reciprocal_ranks(ranks_per_query: Sequence[np.ndarray]) -> np.ndarray:
+    """Per-query STEB reciprocal rank ``(1/R_q) sum_j 1 / rank_qj`` over all ``R_q`` relevant targets
+    (STEB, steb/metrics.py ``calculate_retrieval_metrics``). Returns ``[Q]`` float64."""
+    out = np.empty(len(ranks_per_query), dtype=np.float64)
+    for q, ranks in enumerate(ranks_per_query):
+        ranks = np.asarray(ranks, dtype=np.float64)
+        if ranks.size == 0 or np.any(ranks < 1):
+            raise ValueError(f"query {q}: needs at least one relevant target with a 1-based rank")
+        out[q] = np.mean(1.0 / ranks)
+    return out
+
+
+def mean_reciprocal_rank_steb(ranks_per_query: Sequence[np.ndarray]) -> float:
+    """STEB's MRR variant: mean over queries of :func:`steb_reciprocal_ranks`."""
+    values = steb_reciprocal_ranks(ranks_per_query)
+    if values.size == 0:
+        raise ValueError("MRR needs at least one query")
+    return float(values.mean())
+
+
+def hits_at_k(first_ranks, k: int) -> np.ndarray:
+    """Per-query 0/1: is the first relevant target within the top ``k``? (``[Q]`` float64)."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    return (np.asarray(first_ranks) <= k).astype(np.float64)
+
+
+def recall_at_k(first_ranks, k: int) -> float:
+    """Recall@K (success rate): share of queries with at least one relevant target in the top
+    ``k`` = ``(1/Q) sum_q [first_rank_q <= k]``."""
+    values = hits_at_k(first_ranks, k)
+    if values.size == 0:
+        raise ValueError("Recall@K needs at least one query")
+    return float(values.mean())
