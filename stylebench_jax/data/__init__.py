@@ -1,0 +1,1 @@
+"""Record schemas and validating loaders for the shared dataset formats (one module per source)."""

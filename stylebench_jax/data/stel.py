@@ -1,0 +1,181 @@
+"""STEL task instances: loader and validation for the public STEL TSV files.
+
+Source: STEL, Wegmann & Nguyen (EMNLP 2021), "Does It Capture STEL? A Modular, Similarity-based
+Linguistic Style Evaluation Framework", public data at github.com/nlpsoc/STEL (``Data/STEL/``, MIT; the
+formal sample falls under Yahoo's terms of use). The shared copy lives in ``<data_root>/stel``.
+
+Format (``<data_root>/stel/README.txt``): UTF-8, tab-separated, header row, fields may hold quoted
+newlines, so the file is read with the ``csv`` module (``delimiter="\\t"``), never line by line. Columns::
+
+    <unnamed index> | Anchor 1 | Anchor 2 | Alternative 1.1 | Alternative 1.2 | Correct Alternative | ID |
+    # Votes out of 5 for Correct Alternative | style type
+
+Anchor 1 / Anchor 2 are one content in two opposite styles; Alternative 1.1 / 1.2 another content pair
+in unknown order. ``Correct Alternative`` is 1 when A1~S1 and A2~S2, 2 when A1~S2 and A2~S1. Votes are
+crowd votes (of 5) for the correct answer on the dimension files, empty or ``-`` on the characteristic
+files. Any deviation raises ``UserInputError`` naming ``file:line:column`` and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+from collections.abc import Iterable
+from pathlib import Path
+
+from stylebench_jax.errors import UserInputError, located
+
+HEADER = ("", "Anchor 1", "Anchor 2", "Alternative 1.1", "Alternative 1.2", "Correct Alternative", "ID",
+          "# Votes out of 5 for Correct Alternative", "style type")
+
+# component -> file below <data_root>/stel (the four of the 2021 paper first, then later additions)
+STEL_FILES = {
+    "formality": "dimensions/quad_stel-dimension_formal-100_sample.tsv",
+    "simplicity": "dimensions/quad_stel-dimension_simple-100_sample.tsv",
+    "contraction": "characteristics/quad_questions_char_contraction.tsv",
+    "nbr_substitution": "characteristics/quad_questions_char_substitution.tsv",
+    "emotives": "characteristics/quad_questions_char_emotives.tsv",
+    "em-subj-pronoun": "characteristics/quad_questions_em-subj-pronoun_100.tsv",
+    "definite-abstract": "characteristics/quad_questions_definite-abstract_100.tsv",
+}
+PAPER_COMPONENTS = ("formality", "simplicity", "contraction", "nbr_substitution")
+
+# STEL's CLASS_THRESH: dimension instances need at least 3 of 5 votes for the correct answer.
+MIN_VOTES = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class StelInstance:
+    """One STEL quadruple. ``correct`` is 1 (order S1-S2) or 2 (order S2-S1); ``votes`` None if not given."""
+
+    anchor1: str
+    anchor2: str
+    alt1: str
+    alt2: str
+    correct: int
+    id: str
+    votes: int | None
+    style_type: str
+
+
+def _read_text(path: Path) -> str:
+    """The file decoded as UTF-8; a decoding error names the line and column of the bad byte."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise located(path, f"cannot open STEL file: {error.strerror or error}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise located(path, f"not valid UTF-8 ({error.reason}, byte 0x{data[error.start]:02x})",
+                      line=line, column=column) from None
+
+
+def _records(path: Path) -> Iterable[tuple[int, list[str]]]:
+    """``(first physical line number, fields)`` per CSV record; CSV errors name the record's line."""
+    reader = csv.reader(io.StringIO(_read_text(path), newline=""), delimiter="\t", strict=True)
+    start = 1
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise located(path, f"malformed TSV ({error}); expected tab-separated fields with "
+                          "quotes closed", line=start) from None
+        yield start, fields
+        start = reader.line_num + 1
+
+
+def _parse_votes(raw: str) -> int | None | bool:
+    """Vote count 0..5 (``"4"`` or ``"4.0"``), None for ``""``/``"-"``, False if malformed."""
+    raw = raw.strip()
+    if raw in ("", "-"):
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return False
+    if not value.is_integer() or not 0 <= value <= 5:
+        return False
+    return int(value)
+
+
+def _parse_row(path: Path, line: int, fields: list[str]) -> StelInstance:
+    if len(fields) != len(HEADER):
+        raise located(path, f"expected {len(HEADER)} tab-separated fields, found {len(fields)}", line=line)
+    for column in range(1, 5):
+        if not fields[column].strip():
+            raise located(path, "empty text; expected a sentence", line=line, column=column + 1,
+                          field=HEADER[column])
+    correct = fields[5].strip()
+    if correct not in ("1", "2"):
+        raise located(path, f"expected 1 or 2, found {fields[5]!r}", line=line, column=6, field=HEADER[5])
+    identifier = fields[6].strip()
+    if not identifier:
+        raise located(path, "empty ID", line=line, column=7, field=HEADER[6])
+    votes = _parse_votes(fields[7])
+    if votes is False:
+        raise located(path, f"expected a vote count 0..5, '-' or nothing, found {fields[7]!r}",
+                      line=line, column=8, field=HEADER[7])
+    style_type = fields[8].strip()
+    if not style_type:
+        raise located(path, "empty style type", line=line, column=9, field=HEADER[8])
+    return StelInstance(fields[1], fields[2], fields[3], fields[4], int(correct), identifier, votes,
+                        style_type)
+
+
+def read_stel_tsv(path: str | Path) -> list[StelInstance]:
+    """All instances of one STEL TSV file, in file order (no vote filtering)."""
+    path = Path(path)
+    records = iter(_records(path))
+    first = next(records, None)
+    if first is None:
+        raise located(path, f"empty file; expected the header {chr(9).join(HEADER)!r}", line=1)
+    line, header = first
+    if tuple(field.strip() for field in header) != HEADER:
+        raise located(path, f"unexpected header {header!r}; expected {list(HEADER)!r}", line=line)
+    instances = []
+    seen: dict[str, int] = {}
+    for row_line, fields in records:
+        instance = _parse_row(path, row_line, fields)
+        if instance.id in seen:
+            raise located(path, f"duplicate ID {instance.id!r} (first on line {seen[instance.id]})",
+                          line=row_line, column=7, field=HEADER[6])
+        seen[instance.id] = row_line
+        instances.append(instance)
+    if not instances:
+        raise located(path, "no task instances after the header", line=line + 1)
+    return instances
+
+
+def load_stel(data_root: str | Path, components: Iterable[str] | None = None, *,
+              min_votes: int = MIN_VOTES) -> dict[str, list[StelInstance]]:
+    """STEL instances per component (``style type``), read from ``<data_root>/stel``.
+
+    Args:
+      data_root: folder holding ``stel/`` (the shared ``data`` folder).
+      components: names from ``STEL_FILES``; default all of them.
+      min_votes: instances with a vote count below this are dropped (STEL's filter for the dimension
+        files); instances without votes (characteristics) are kept.
+
+    Returns:
+      ``{component: [StelInstance, ...]}`` in the order asked for, instances in file order.
+    """
+    wanted = list(STEL_FILES) if components is None else list(components)
+    unknown = [name for name in wanted if name not in STEL_FILES]
+    if unknown:
+        raise UserInputError(f"unknown STEL component(s) {unknown}; expected some of {list(STEL_FILES)}")
+    result: dict[str, list[StelInstance]] = {}
+    for component in wanted:
+        path = Path(data_root) / "stel" / STEL_FILES[component]
+        instances = read_stel_tsv(path)
+        wrong = sorted({instance.style_type for instance in instances} - {component})
+        if wrong:
+            raise located(path, f"expected style type {component!r} only, found {wrong}", field=HEADER[8])
+        result[component] = [instance for instance in instances
+                             if instance.votes is None or instance.votes >= min_votes]
+    return result

@@ -1,0 +1,245 @@
+"""Order alignment: STEL's quadruple, triple and STEL-or-Content rules and STEB's ordered lists.
+
+One rule covers them all. An instance has an ordered *reference* list ``R = (r_1, ..., r_K)`` and an
+unordered *candidate* set ``C`` of ``M >= K`` texts, of which ``K`` carry the reference's styles (the
+others are distractors). The prediction is the injective assignment ``pi`` of reference positions to
+candidates that minimises the distance
+
+    cost(pi) = || (1 - s(r_1, c_pi(1)), ..., 1 - s(r_K, c_pi(K))) ||_2
+
+over all ``M! / (M - K)!`` assignments, with ``s`` the scorer's similarity (cosine for embedders). The
+instance is right if ``pi`` is exactly the true assignment. When ``m`` assignments tie for the minimum
+the instance gets credit ``1/m`` if the true one is among them (the expected score of a random tie
+break), and when any cost is NaN it gets the chance credit ``1 / #assignments``.
+
+Special cases, all from STEL (Wegmann & Nguyen 2021, github.com/nlpsoc/STEL
+``src/STEL/utility/eval_on_tasks.py``) and STEL-or-Content (Wegmann et al. 2022):
+
+- quadruple: ``R = (A1, A2)``, ``C = (S1, S2)``: order S1-S2 if ``||(1-s(A1,S1), 1-s(A2,S2))|| <
+  ||(1-s(A1,S2), 1-s(A2,S1))||``, S2-S1 if ``>``, and an exact tie scores 0.5.
+- triple: ``R = (A1,)``, ``C = (S1, S2)``: S1 if ``s(A1,S1) > s(A1,S2)``, S2 if ``<``, tie 0.5.
+- STEL-or-Content: the wrong alternative is replaced by A2 (same content as A1, opposite style), then the
+  triple rule: the distractor tests whether the scorer prefers style over content.
+
+STEB (Rivera Soto et al., seed paper 000, github.com/rrivera1849/STEB) generalises to ordered lists of
+any length K (e.g. OneStopEnglish's 3 reading levels): every group is aligned to every other group of
+the same category, and its distractor variant moves one reference item into the candidate set (the
+last one, and in a second variant the first one; distractor accuracy averages the two). STEB solves the
+assignment with the Hungarian algorithm on the *sum* of distances; we minimise the L2 norm so that
+K = 2 is exactly STEL's quadruple rule (``norm="l1"`` gives STEB's objective).
+
+Accuracy is the mean credit. STEL's script differs in one corner we do not copy: it reports exactly 0.5
+for a component when undecided instances are at least as many as decided ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from stylebench_jax.data.stel import StelInstance
+from stylebench_jax.tasks.base import Score, TextScorer
+
+MAX_ASSIGNMENTS = 5040
+DEFAULT_RESAMPLES = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class AlignmentInstance:
+    """Ordered ``reference`` [K], unordered ``candidates`` [M >= K]; ``answer[i]`` is the index of the
+    candidate that matches ``reference[i]`` (candidates not in ``answer`` are distractors)."""
+
+    reference: tuple[str, ...]
+    candidates: tuple[str, ...]
+    answer: tuple[int, ...]
+
+    def __post_init__(self):
+        k, m = len(self.reference), len(self.candidates)
+        if k == 0 or m < k or len(self.answer) != k:
+            raise ValueError(f"need 1 <= K <= M and K answers; got K={k}, M={m}, answers={self.answer}")
+        if len(set(self.answer)) != k or not all(0 <= index < m for index in self.answer):
+            raise ValueError(f"answer must name K distinct candidates in 0..{m - 1}, got {self.answer}")
+
+
+# ----------------------------------------------------------------------------------------------- rules
+
+def assignment_credit(similarities: np.ndarray, answer_index: np.ndarray, assignments: np.ndarray, *,
+                      norm: str = "l2") -> np.ndarray:
+    """Credit per instance of the minimum-distance assignment (see module docstring).
+
+    Args:
+      similarities: ``[N, K, M]`` float64, ``s(reference_i, candidate_j)``.
+      answer_index: ``[N]`` int, row of ``assignments`` that is the true assignment.
+      assignments: ``[P, K]`` int, every injective map of K positions into M candidates.
+      norm: ``"l2"`` (STEL) or ``"l1"`` (STEB's Hungarian objective).
+
+    Returns:
+      ``[N]`` float64 in [0, 1]: 1 right, 0 wrong, ``1/m`` for an m-way tie holding the answer.
+    """
+    n, k, _ = similarities.shape
+    distances = 1.0 - similarities[:, np.arange(k)[None, :], assignments]  # [N, P, K]
+    if norm == "l2":
+        costs = np.sqrt(np.sum(distances * distances, axis=-1))
+    elif norm == "l1":
+        costs = np.sum(distances, axis=-1)
+    else:
+        raise ValueError(f"norm must be 'l2' or 'l1', got {norm!r}")
+    undecidable = np.isnan(costs).any(axis=1)
+    safe = np.where(np.isnan(costs), np.inf, costs)
+    winners = safe == safe.min(axis=1, keepdims=True)
+    credit = winners[np.arange(n), answer_index] / winners.sum(axis=1)
+    return np.where(undecidable, 1.0 / assignments.shape[0], credit)
+
+
+def _assignments(k: int, m: int) -> np.ndarray:
+    count = int(np.prod(np.arange(m - k + 1, m + 1)))
+    if count > MAX_ASSIGNMENTS:
+        raise ValueError(f"{count} assignments of {k} references to {m} candidates; at most "
+                         f"{MAX_ASSIGNMENTS} are enumerated")
+    return np.array(list(itertools.permutations(range(m), k)), dtype=np.int64).reshape(-1, k)
+
+
+def alignment_credits(scorer: TextScorer, instances: Sequence[AlignmentInstance], *,
+                      norm: str = "l2") -> np.ndarray:
+    """``[N]`` float64 credit per instance. All ``K x M`` similarities go to the scorer in one batch
+    (an embedder embeds each distinct text once); instances are grouped by shape ``(K, M)``."""
+    credits = np.empty(len(instances), dtype=np.float64)
+    if not instances:
+        return credits
+    left: list[str] = []
+    right: list[str] = []
+    for instance in instances:
+        for text in instance.reference:
+            left.extend([text] * len(instance.candidates))
+            right.extend(instance.candidates)
+    sims = np.asarray(scorer.similarity(left, right), dtype=np.float64)
+    offsets = np.cumsum([0] + [len(x.reference) * len(x.candidates) for x in instances])
+    shapes: dict[tuple[int, int], list[int]] = {}
+    for index, instance in enumerate(instances):
+        shapes.setdefault((len(instance.reference), len(instance.candidates)), []).append(index)
+    for (k, m), members in shapes.items():
+        assignments = _assignments(k, m)
+        lookup = {tuple(row): p for p, row in enumerate(assignments.tolist())}
+        block = np.stack([sims[offsets[i]:offsets[i + 1]].reshape(k, m) for i in members])
+        answers = np.array([lookup[instances[i].answer] for i in members], dtype=np.int64)
+        credits[members] = assignment_credit(block, answers, assignments, norm=norm)
+    return credits
+
+
+# --------------------------------------------------------------------------------------- STEL builders
+
+def stel_quadruple(instance: StelInstance) -> AlignmentInstance:
+    """``R = (A1, A2)``, ``C = (S1, S2)``; answer S1-S2 if ``correct == 1``."""
+    answer = (0, 1) if instance.correct == 1 else (1, 0)
+    return AlignmentInstance((instance.anchor1, instance.anchor2), (instance.alt1, instance.alt2), answer)
+
+
+def stel_triple(instance: StelInstance) -> AlignmentInstance:
+    """``R = (A1,)``, ``C = (S1, S2)``; the answer is the alternative in A1's style."""
+    return AlignmentInstance((instance.anchor1,), (instance.alt1, instance.alt2),
+                             (0,) if instance.correct == 1 else (1,))
+
+
+def stel_or_content(instance: StelInstance) -> AlignmentInstance:
+    """The triple with the wrong alternative replaced by A2 (same content as A1, the other style)."""
+    if instance.correct == 1:
+        return AlignmentInstance((instance.anchor1,), (instance.alt1, instance.anchor2), (0,))
+    return AlignmentInstance((instance.anchor1,), (instance.anchor2, instance.alt2), (1,))
+
+
+# --------------------------------------------------------------------------------- ordered-list builders
+
+def pair_groups(groups: Sequence[Sequence[str]], *, max_instances: int | None = None,
+                seed: int = 0) -> list[tuple[int, int]]:
+    """Ordered pairs ``(reference group, candidate group)`` of distinct groups (STEB pairs every group with
+    every other one), optionally a seeded sample of ``max_instances`` of them, in sorted order."""
+    lengths = {len(group) for group in groups}
+    if len(lengths) > 1:
+        raise ValueError(f"all groups need the same number of ordered texts, got lengths {sorted(lengths)}")
+    pairs = [(i, j) for i in range(len(groups)) for j in range(len(groups)) if i != j]
+    if max_instances is not None and len(pairs) > max_instances:
+        rng = np.random.default_rng(seed)
+        chosen = rng.choice(len(pairs), size=max_instances, replace=False)
+        pairs = [pairs[index] for index in sorted(chosen)]
+    return pairs
+
+
+def list_instance(reference: Sequence[str], other: Sequence[str],
+                  rng: np.random.Generator) -> AlignmentInstance:
+    """Align ``other`` (same order of styles as ``reference``) after shuffling it with ``rng``."""
+    order = rng.permutation(len(other))
+    candidates = tuple(other[index] for index in order)
+    answer = tuple(int(np.flatnonzero(order == position)[0]) for position in range(len(reference)))
+    return AlignmentInstance(tuple(reference), candidates, answer)
+
+
+def distractor_instances(reference: Sequence[str], other: Sequence[str],
+                         rng: np.random.Generator) -> tuple[AlignmentInstance, AlignmentInstance]:
+    """STEB's two distractor variants: the last (then the first) reference item leaves the reference and
+    replaces the matching position of ``other``; it must stay unassigned. Candidates are shuffled."""
+    variants = []
+    for drop in (len(reference) - 1, 0):
+        kept = [position for position in range(len(reference)) if position != drop]
+        candidates = list(other)
+        candidates[drop] = reference[drop]
+        order = rng.permutation(len(candidates))
+        shuffled = tuple(candidates[index] for index in order)
+        answer = tuple(int(np.flatnonzero(order == position)[0]) for position in kept)
+        variants.append(AlignmentInstance(tuple(reference[p] for p in kept), shuffled, answer))
+    return variants[0], variants[1]
+
+
+# ------------------------------------------------------------------------------------------ evaluation
+
+def mean_with_ci(credits: np.ndarray, metric: str, *, seed: int = 0,
+                 n_resamples: int = DEFAULT_RESAMPLES) -> Score:
+    """Mean credit with a 95% percentile bootstrap interval (resampling instances with ``seed``)."""
+    credits = np.asarray(credits, dtype=np.float64)
+    n = len(credits)
+    if n == 0:
+        return Score(metric, float("nan"), float("nan"), float("nan"), 0)
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_resamples, dtype=np.float64)
+    for start in range(0, n_resamples, 256):
+        stop = min(start + 256, n_resamples)
+        means[start:stop] = credits[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return Score(metric, float(credits.mean()), float(low), float(high), n)
+
+
+def evaluate_stel(scorer: TextScorer, instances: Sequence[StelInstance], *, seed: int = 0,
+                  n_resamples: int = DEFAULT_RESAMPLES) -> list[Score]:
+    """STEL on one component: ``accuracy`` (quadruple rule, primary), ``distractor_accuracy``
+    (STEL-or-Content) and ``triple_accuracy``, each with a seeded 95% bootstrap interval."""
+    builders = (("accuracy", stel_quadruple), ("distractor_accuracy", stel_or_content),
+                ("triple_accuracy", stel_triple))
+    return [mean_with_ci(alignment_credits(scorer, [build(x) for x in instances]), metric, seed=seed,
+                         n_resamples=n_resamples)
+            for metric, build in builders]
+
+
+def evaluate_ordered_lists(scorer: TextScorer, groups: Sequence[Sequence[str]], *,
+                           max_instances: int | None = None, seed: int = 0, norm: str = "l2",
+                           n_resamples: int = DEFAULT_RESAMPLES) -> list[Score]:
+    """STEB order alignment on groups of same-content texts, each listed in the same order of styles.
+
+    Every ordered pair of distinct groups (or a seeded sample of ``max_instances``) is one instance:
+    align the shuffled second group to the first. Returns ``accuracy`` (exact assignment) and
+    ``distractor_accuracy`` (mean of STEB's two distractor variants per instance); the bootstrap
+    resamples instances. Groups need at least 2 texts.
+    """
+    if any(len(group) < 2 for group in groups):
+        raise ValueError("order alignment needs groups of at least 2 ordered texts")
+    pairs = pair_groups(groups, max_instances=max_instances, seed=seed)
+    rng = np.random.default_rng(seed)
+    plain, distractor = [], []
+    for i, j in pairs:
+        plain.append(list_instance(groups[i], groups[j], rng))
+        distractor.extend(distractor_instances(groups[i], groups[j], rng))
+    accuracy = alignment_credits(scorer, plain, norm=norm)
+    variants = alignment_credits(scorer, distractor, norm=norm).reshape(-1, 2).mean(axis=1)
+    return [mean_with_ci(accuracy, "accuracy", seed=seed, n_resamples=n_resamples),
+            mean_with_ci(variants, "distractor_accuracy", seed=seed, n_resamples=n_resamples)]

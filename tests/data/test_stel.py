@@ -1,0 +1,100 @@
+"""data/stel.py: the public STEL files load as documented; malformed files fail with file:line:column."""
+
+import pytest
+
+from stylebench_jax.data.stel import HEADER, PAPER_COMPONENTS, STEL_FILES, load_stel, read_stel_tsv
+from stylebench_jax.errors import UserInputError
+
+ROW = ["7", "A one", "A two", "S one", "S two", "1", "QQ_x", "4", "formality"]
+
+
+def write_tsv(path, rows, header=HEADER):
+    lines = ["\t".join(header)] + ["\t".join(row) for row in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_public_files_load_with_documented_counts(data_root):
+    stel = load_stel(data_root)
+    assert list(stel) == list(STEL_FILES)
+    sizes = {name: len(instances) for name, instances in stel.items()}
+    assert sizes == {"formality": 100, "simplicity": 100, "contraction": 100, "nbr_substitution": 100,
+                     "emotives": 200, "em-subj-pronoun": 100, "definite-abstract": 100}
+    # README: formal sample CA 1:50/2:50, votes 5:54 4:30 3:16; characteristics carry no votes
+    formality = stel["formality"]
+    assert sum(x.correct == 1 for x in formality) == 50
+    assert sorted({x.votes for x in formality}) == [3, 4, 5]
+    assert sum(x.votes == 5 for x in formality) == 54
+    assert all(x.votes is None for x in stel["contraction"] + stel["definite-abstract"])
+    assert formality[0].id == "QQ_i-454-f-454_f-2482-i-2482--1" and formality[0].correct == 2
+    # quoted newlines stay inside their field (em-subj-pronoun texts end with a newline)
+    assert stel["em-subj-pronoun"][0].anchor1.endswith("as a writer.\n")
+
+
+def test_paper_components_and_vote_filter(tmp_path):
+    rows = [ROW, ["8", "B1", "B2", "T1", "T2", "2", "QQ_y", "2", "formality"]]
+    root = tmp_path / "data"
+    (root / "stel" / "dimensions").mkdir(parents=True)
+    write_tsv(root / "stel" / STEL_FILES["formality"], rows)
+    kept = load_stel(root, ["formality"])["formality"]
+    assert [x.id for x in kept] == ["QQ_x"]  # 2 votes < 3: dropped as in STEL's CLASS_THRESH filter
+    assert len(load_stel(root, ["formality"], min_votes=0)["formality"]) == 2
+    assert PAPER_COMPONENTS == ("formality", "simplicity", "contraction", "nbr_substitution")
+    with pytest.raises(UserInputError, match="unknown STEL component"):
+        load_stel(root, ["sarcasm"])
+
+
+@pytest.mark.parametrize("row, where, expected", [
+    (ROW[:5] + ["3"] + ROW[6:], ":3:6:", "Correct Alternative"),
+    (ROW[:7] + ["many"] + ROW[8:], ":3:8:", "Votes"),
+    (ROW[:2] + ["  "] + ROW[3:], ":3:3:", "Anchor 2"),
+    (ROW[:8], ":3:", "expected 9 tab-separated fields, found 8"),
+    (ROW[:6] + [""] + ROW[7:], ":3:7:", "empty ID"),
+])
+def test_malformed_row_names_file_line_column(tmp_path, row, where, expected):
+    # header = line 1, first row = line 2, bad row = line 3; column = 1-based field number
+    path = write_tsv(tmp_path / "bad.tsv", [ROW, row])
+    with pytest.raises(UserInputError) as info:
+        read_stel_tsv(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}{where}"), message
+    assert expected in message
+
+
+def test_line_numbers_count_quoted_newlines(tmp_path):
+    multiline = ["1", '"first line\nsecond line"', "A two", "S one", "S two", "1", "QQ_a", "", "formality"]
+    bad = ROW[:5] + ["x"] + ROW[6:]
+    path = write_tsv(tmp_path / "multi.tsv", [multiline, bad])
+    with pytest.raises(UserInputError, match=r"multi\.tsv:4:6: field 'Correct Alternative'"):
+        read_stel_tsv(path)
+    path = write_tsv(tmp_path / "ok.tsv", [multiline])
+    assert read_stel_tsv(path)[0].anchor1 == "first line\nsecond line"
+
+
+def test_file_level_errors(tmp_path):
+    with pytest.raises(UserInputError, match=r"missing\.tsv: cannot open STEL file"):
+        read_stel_tsv(tmp_path / "missing.tsv")
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(UserInputError, match=r"empty\.tsv:1: empty file"):
+        read_stel_tsv(empty)
+    header = write_tsv(tmp_path / "header.tsv", [ROW], header=["", "Anchor 1", "Anchor 2"])
+    with pytest.raises(UserInputError, match=r"header\.tsv:1: unexpected header"):
+        read_stel_tsv(header)
+    only_header = write_tsv(tmp_path / "only.tsv", [])
+    with pytest.raises(UserInputError, match=r"only\.tsv:2: no task instances"):
+        read_stel_tsv(only_header)
+    dup = write_tsv(tmp_path / "dup.tsv", [ROW, ROW])
+    with pytest.raises(UserInputError,
+                       match=r"dup\.tsv:3:7: field 'ID': duplicate ID 'QQ_x' \(first on line 2\)"):
+        read_stel_tsv(dup)
+    unclosed = tmp_path / "unclosed.tsv"
+    unclosed.write_text("\t".join(HEADER) + "\n" + "\t".join(ROW) + '\n9\t"never closed\tx\n',
+                        encoding="utf-8")
+    with pytest.raises(UserInputError, match=r"unclosed\.tsv:3: malformed TSV"):
+        read_stel_tsv(unclosed)
+    latin = tmp_path / "latin.tsv"
+    row = "\t".join(ROW).replace("A one", "caf\xe9")  # "7\tcaf" is 5 bytes: the bad byte is column 6
+    latin.write_bytes(("\t".join(HEADER) + "\n").encode() + row.encode("latin-1"))
+    with pytest.raises(UserInputError, match=r"latin\.tsv:2:6: not valid UTF-8 \(.*byte 0xe9\)"):
+        read_stel_tsv(latin)

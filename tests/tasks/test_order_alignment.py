@@ -1,0 +1,190 @@
+"""tasks/order_alignment.py: hand-computed answers for every rule, batching, and bootstrap intervals."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from stylebench_jax.data.stel import StelInstance
+from stylebench_jax.tasks.base import TextScorer
+from stylebench_jax.tasks.order_alignment import (
+    AlignmentInstance,
+    alignment_credits,
+    distractor_instances,
+    evaluate_ordered_lists,
+    evaluate_stel,
+    list_instance,
+    mean_with_ci,
+    stel_or_content,
+    stel_quadruple,
+    stel_triple,
+)
+
+
+class TableSimilarity:
+    """A PairSimilarity given by a symmetric table; unknown pairs are an error."""
+
+    name = "table"
+
+    def __init__(self, table):
+        self.table = {}
+        for (a, b), value in table.items():
+            self.table[(a, b)] = self.table[(b, a)] = value
+
+    def similarity(self, a, b):
+        return np.array([self.table[(x, y)] for x, y in zip(a, b)], dtype=np.float64)
+
+
+class ToyEmbedder:
+    """An Embedder with fixed vectors that records how often each text is embedded."""
+
+    name = "toy"
+    identity = "toy:v1"
+
+    def __init__(self, vectors):
+        self.vectors = {text: np.asarray(v, dtype=np.float32) for text, v in vectors.items()}
+        self.dim = len(next(iter(self.vectors.values())))
+        self.calls = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return np.stack([self.vectors[text] for text in texts])
+
+
+def stel(correct, **overrides):
+    fields = dict(anchor1="A1", anchor2="A2", alt1="S1", alt2="S2", correct=correct, id="q", votes=None,
+                  style_type="formality")
+    fields.update(overrides)
+    return StelInstance(**fields)
+
+
+# order S1-S2: s(A1,S1)=0.9, s(A2,S2)=0.8 -> distances (0.1, 0.2), norm 0.2236;
+# order S2-S1: s(A1,S2)=0.3, s(A2,S1)=0.4 -> distances (0.7, 0.6), norm 0.922
+QUAD = {("A1", "S1"): 0.9, ("A2", "S2"): 0.8, ("A1", "S2"): 0.3, ("A2", "S1"): 0.4, ("A1", "A2"): 0.95}
+
+
+def test_quadruple_rule_by_hand():
+    scorer = TextScorer(TableSimilarity(QUAD))
+    credits = alignment_credits(scorer, [stel_quadruple(stel(1)), stel_quadruple(stel(2))])
+    np.testing.assert_array_equal(credits, [1.0, 0.0])
+
+
+def test_quadruple_uses_the_euclidean_norm_not_the_sum():
+    # order S1-S2: distances (0, 0.5) -> L2 0.5, L1 0.5; order S2-S1: (0.25, 0.25) -> L2 0.354, L1 0.5
+    table = {("A1", "S1"): 1.0, ("A2", "S2"): 0.5, ("A1", "S2"): 0.75, ("A2", "S1"): 0.75}
+    scorer = TextScorer(TableSimilarity(table))
+    quad = [stel_quadruple(stel(2))]
+    assert alignment_credits(scorer, quad)[0] == 1.0  # L2 prefers S2-S1
+    assert alignment_credits(scorer, quad, norm="l1")[0] == 0.5  # STEB's sum objective: exact tie
+    with pytest.raises(ValueError, match="norm"):
+        alignment_credits(scorer, quad, norm="max")
+
+
+@pytest.mark.parametrize("value", [0.5, math.nan])
+def test_exact_tie_and_nan_count_half(value):
+    table = {("A1", "S1"): 0.5, ("A2", "S2"): 0.5, ("A1", "S2"): 0.5, ("A2", "S1"): value}
+    scorer = TextScorer(TableSimilarity(table))
+    np.testing.assert_array_equal(
+        alignment_credits(scorer, [stel_quadruple(stel(1)), stel_quadruple(stel(2))]), [0.5, 0.5])
+
+
+def test_triple_and_stel_or_content_by_hand():
+    scorer = TextScorer(TableSimilarity(QUAD))
+    # triple: s(A1,S1)=0.9 > s(A1,S2)=0.3 -> S1
+    np.testing.assert_array_equal(
+        alignment_credits(scorer, [stel_triple(stel(1)), stel_triple(stel(2))]), [1.0, 0.0])
+    # STEL-or-Content, correct=1: wrong S2 replaced by A2 -> s(A1,S1)=0.9 vs s(A1,A2)=0.95: content wins
+    built = stel_or_content(stel(1))
+    assert built == AlignmentInstance(("A1",), ("S1", "A2"), (0,))
+    assert alignment_credits(scorer, [built])[0] == 0.0
+    # correct=2: wrong S1 replaced by A2 -> candidates (A2, S2), answer S2
+    assert stel_or_content(stel(2)) == AlignmentInstance(("A1",), ("A2", "S2"), (1,))
+    assert alignment_credits(scorer, [stel_or_content(stel(2))])[0] == 0.0  # s(A1,A2)=0.95 > s(A1,S2)=0.3
+    table = {**QUAD, ("A1", "A2"): 0.1}
+    assert alignment_credits(TextScorer(TableSimilarity(table)), [stel_or_content(stel(2))])[0] == 1.0
+    table[("A1", "S2")] = 0.1
+    assert alignment_credits(TextScorer(TableSimilarity(table)), [stel_or_content(stel(2))])[0] == 0.5
+
+
+def test_three_level_list_alignment_by_hand():
+    # reference r0 r1 r2 on a line of styles; candidates in shuffled order (c2, c0, c1)
+    vectors = {"r0": [1, 0], "r1": [1, 1], "r2": [0, 1], "c0": [1, 0.1], "c1": [1, 0.9], "c2": [0.1, 1],
+               "d": [-1, 0]}
+    embedder = ToyEmbedder(vectors)
+    scorer = TextScorer(embedder)
+    instance = AlignmentInstance(("r0", "r1", "r2"), ("c2", "c0", "c1"), (1, 2, 0))
+    assert alignment_credits(scorer, [instance])[0] == 1.0
+    wrong = AlignmentInstance(("r0", "r1", "r2"), ("c2", "c0", "c1"), (2, 1, 0))
+    assert alignment_credits(scorer, [wrong])[0] == 0.0
+    # the same by brute force over all 6 assignments, from cosines computed here
+    unit = {k: np.asarray(v, float) / np.linalg.norm(v) for k, v in vectors.items()}
+    costs = {perm: math.sqrt(sum((1 - unit[r] @ unit[("c2", "c0", "c1")[p]]) ** 2
+                                 for r, p in zip(("r0", "r1", "r2"), perm)))
+             for perm in itertools.permutations(range(3))}
+    assert min(costs, key=costs.get) == (1, 2, 0)
+    # distractor "d" (opposite of everything) among 4 candidates: still aligned, d left out
+    with_distractor = AlignmentInstance(("r0", "r1", "r2"), ("c2", "d", "c0", "c1"), (2, 3, 0))
+    assert alignment_credits(scorer, [with_distractor])[0] == 1.0
+    # each distinct text was embedded once, in one batch per call
+    assert all(len(call) == len(set(call)) for call in embedder.calls)
+
+
+def test_distractor_variants_follow_steb():
+    rng = np.random.default_rng(0)
+    first, last = distractor_instances(["a0", "a1", "a2"], ["b0", "b1", "b2"], rng)
+    # variant 1: a2 leaves the reference and replaces b2; variant 2: a0 replaces b0
+    assert first.reference == ("a0", "a1") and sorted(first.candidates) == ["a2", "b0", "b1"]
+    assert [first.candidates[i] for i in first.answer] == ["b0", "b1"]
+    assert last.reference == ("a1", "a2") and sorted(last.candidates) == ["a0", "b1", "b2"]
+    assert [last.candidates[i] for i in last.answer] == ["b1", "b2"]
+    plain = list_instance(["a0", "a1", "a2"], ["b0", "b1", "b2"], rng)
+    assert [plain.candidates[i] for i in plain.answer] == ["b0", "b1", "b2"]
+
+
+def test_evaluate_ordered_lists_with_a_content_bound_scorer():
+    # Two articles, 2 levels each. A style-blind scorer that only sees content: every text of an
+    # article is alike (s=1 within, 0 across). Plain alignment is a pure tie -> 0.5 each; with the
+    # distractor (same content as the reference) the scorer always picks the distractor -> 0.
+    groups = [("x_simple", "x_complex"), ("y_simple", "y_complex")]
+    texts = [t for g in groups for t in g]
+    table = {(a, b): float(a[0] == b[0]) for a in texts for b in texts}
+    scores = evaluate_ordered_lists(TextScorer(TableSimilarity(table)), groups, n_resamples=50)
+    assert [s.metric for s in scores] == ["accuracy", "distractor_accuracy"]
+    assert scores[0].value == 0.5 and scores[0].n == 2
+    assert scores[1].value == 0.0
+    # a style-only scorer (level matters, content not): perfect on both
+    style = {(a, b): float(a.split("_")[1] == b.split("_")[1]) for a in texts for b in texts}
+    scores = evaluate_ordered_lists(TextScorer(TableSimilarity(style)), groups, n_resamples=50)
+    assert [s.value for s in scores] == [1.0, 1.0]
+
+
+def test_evaluate_stel_reports_three_metrics_with_intervals():
+    scorer = TextScorer(TableSimilarity(QUAD))
+    scores = evaluate_stel(scorer, [stel(1, id="a"), stel(2, id="b")] * 5, seed=3, n_resamples=200)
+    assert [s.metric for s in scores] == ["accuracy", "distractor_accuracy", "triple_accuracy"]
+    accuracy = scores[0]
+    assert accuracy.value == 0.5 and accuracy.n == 10
+    assert 0.0 <= accuracy.ci_low <= accuracy.value <= accuracy.ci_high <= 1.0
+
+
+def test_bootstrap_interval_is_seeded_and_matches_a_direct_computation():
+    credits = np.array([1.0, 0.0, 0.5, 1.0, 1.0, 0.0, 1.0])
+    a = mean_with_ci(credits, "accuracy", seed=7, n_resamples=300)
+    b = mean_with_ci(credits, "accuracy", seed=7, n_resamples=300)
+    assert a == b
+    rng = np.random.default_rng(7)
+    means = np.concatenate([credits[rng.integers(0, 7, size=(256, 7))].mean(1),
+                            credits[rng.integers(0, 7, size=(44, 7))].mean(1)])
+    assert (a.ci_low, a.ci_high) == tuple(np.percentile(means, [2.5, 97.5]))
+    assert a.value == pytest.approx(4.5 / 7)
+    constant = mean_with_ci(np.ones(5), "accuracy")
+    assert (constant.value, constant.ci_low, constant.ci_high) == (1.0, 1.0, 1.0)
+    assert math.isnan(mean_with_ci(np.array([]), "accuracy").value)
+
+
+def test_instance_validation():
+    with pytest.raises(ValueError):
+        AlignmentInstance(("a", "b"), ("c",), (0, 0))
+    with pytest.raises(ValueError):
+        AlignmentInstance(("a",), ("c", "d"), (2,))
