@@ -41,6 +41,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from stylebench_jax.data.stel import StelInstance
+from stylebench_jax.metrics.bootstrap import bootstrap_ci
 from stylebench_jax.tasks.base import Score, TextScorer
 
 MAX_ASSIGNMENTS = 5040
@@ -196,18 +197,13 @@ def distractor_instances(reference: Sequence[str], other: Sequence[str],
 
 def mean_with_ci(credits: np.ndarray, metric: str, *, seed: int = 0,
                  n_resamples: int = DEFAULT_RESAMPLES) -> Score:
-    """Mean credit with a 95% percentile bootstrap interval (resampling instances with ``seed``)."""
+    """Mean credit with a seeded 95% percentile bootstrap interval over instances
+    (``metrics.bootstrap_ci``); NaN with ``n = 0`` for no instances."""
     credits = np.asarray(credits, dtype=np.float64)
-    n = len(credits)
-    if n == 0:
+    if credits.size == 0:
         return Score(metric, float("nan"), float("nan"), float("nan"), 0)
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples, dtype=np.float64)
-    for start in range(0, n_resamples, 256):
-        stop = min(start + 256, n_resamples)
-        means[start:stop] = credits[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return Score(metric, float(credits.mean()), float(low), float(high), n)
+    low, high = bootstrap_ci(credits, n_boot=n_resamples, seed=seed)
+    return Score(metric, float(credits.mean()), low, high, int(credits.size))
 
 
 def evaluate_stel(scorer: TextScorer, instances: Sequence[StelInstance], *, seed: int = 0,
