@@ -1,0 +1,109 @@
+"""Clustering protocol: hand-computed partitions, sklearn parity, bootstrap path, scorer handling."""
+
+import numpy as np
+import pytest
+from sklearn.cluster import MiniBatchKMeans
+from sklearn.metrics import v_measure_score
+
+from stylebench_jax.metrics import bootstrap_weights, percentile_interval
+from stylebench_jax.tasks.base import NotApplicable, TextScorer
+from stylebench_jax.tasks.clustering import cluster_embeddings, cluster_scores, evaluate_clustering
+
+
+class FixedEmbedder:
+    """Fake embedder: a fixed vector per text."""
+
+    name, identity = "fixed", "fixed:v1"
+
+    def __init__(self, vectors):
+        self.vectors = {t: np.asarray(v, dtype=np.float32) for t, v in vectors.items()}
+        self.dim = len(next(iter(self.vectors.values())))
+
+    def embed(self, texts):
+        return np.stack([self.vectors[t] for t in texts])
+
+
+class PairOnly:
+    name = "pair-only"
+
+    def similarity(self, a, b):
+        return np.ones(len(a))
+
+
+def separated(n_per_label=6, n_labels=3, seed=0):
+    """Texts whose vectors sit near orthogonal axes, one axis per label."""
+    rng = np.random.default_rng(seed)
+    texts, labels, vectors = [], [], []
+    for label in range(n_labels):
+        for k in range(n_per_label):
+            texts.append(f"text {label}-{k}")
+            labels.append(f"style{label}")
+            vectors.append(np.eye(n_labels)[label] + 0.01 * rng.normal(size=n_labels))
+    return texts, labels, np.array(vectors)
+
+
+def test_perfectly_separated_styles_score_one():
+    texts, labels, vectors = separated()
+    scores = evaluate_clustering(TextScorer(FixedEmbedder(dict(zip(texts, vectors)))), texts, labels,
+                                 n_boot=100)
+    assert [s.metric for s in scores] == ["v_measure", "ami"]
+    for s in scores:
+        assert (s.value, s.ci_low, s.ci_high, s.n) == (pytest.approx(1.0), pytest.approx(1.0),
+                                                       pytest.approx(1.0), 18)
+
+
+def test_hand_computed_fixed_assignment():
+    # classes [0,0,1,1] vs clusters [0,0,0,1]: V = 2hc/(h+c) with
+    # h = 1 - (3/4) H(2/3,1/3) / ln 2 and c = 1 - (ln 2 / 2) / H(3/4,1/4)
+    def entropy(*p):
+        return -sum(x * np.log(x) for x in p)
+
+    h = 1 - 0.75 * entropy(2 / 3, 1 / 3) / np.log(2)
+    c = 1 - 0.5 * np.log(2) / entropy(0.75, 0.25)
+    v, ami = cluster_scores([0, 0, 1, 1], [0, 0, 0, 1], n_boot=200)
+    assert v.value == pytest.approx(2 * h * c / (h + c))
+    assert v.n == 4 and v.ci_low <= v.value <= v.ci_high
+    assert ami.metric == "ami"
+
+
+def test_bootstrap_replicates_equal_sklearn_on_resampled_data():
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 3, 40)
+    clusters = np.where(rng.random(40) < 0.7, labels, rng.integers(0, 3, 40))
+    reps = []
+    for weights in bootstrap_weights(40, 150, seed=11):
+        for w in weights:
+            idx = np.repeat(np.arange(40), w.astype(int))
+            reps.append(v_measure_score(labels[idx], clusters[idx]))
+    v = cluster_scores(labels, clusters, seed=11, n_boot=150)[0]
+    assert (v.ci_low, v.ci_high) == pytest.approx(percentile_interval(np.array(reps)), abs=1e-12)
+
+
+def test_assignment_is_sklearn_minibatch_kmeans():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(60, 5))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    labels = rng.integers(0, 4, 60)
+    pred = MiniBatchKMeans(n_clusters=4, batch_size=32, random_state=7, n_init=1).fit_predict(vectors)
+    scores = cluster_embeddings(vectors, labels, seed=7, n_boot=50)
+    assert scores[0].value == pytest.approx(v_measure_score(labels, pred))
+
+
+def test_deterministic_in_seed():
+    texts, labels, vectors = separated(seed=1)
+    noisy = vectors + np.random.default_rng(2).normal(scale=0.8, size=vectors.shape)
+    first = cluster_embeddings(noisy, labels, seed=4, n_boot=100)
+    assert first == cluster_embeddings(noisy, labels, seed=4, n_boot=100)
+    assert first[0].ci_low < first[0].ci_high
+
+
+def test_similarity_only_scorer_is_not_applicable():
+    with pytest.raises(NotApplicable):
+        evaluate_clustering(TextScorer(PairOnly()), ["a", "b", "c"], [0, 1, 0])
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="2 distinct labels"):
+        cluster_embeddings(np.eye(3), [0, 0, 0])
+    with pytest.raises(ValueError, match="more texts than labels"):
+        cluster_embeddings(np.eye(2), [0, 1])
