@@ -1,0 +1,280 @@
+"""STEB's aggregate scores over result rows: operational (redundancy-aware) and definitional.
+
+Input rows are ``results.jsonl`` lines: ``{"model", "dataset", "subset", "task", "metric", "value",
+...}``. A *unit* is one ``(dataset, subset, task)``; the task names are those of ``data.units``.
+
+Operational score (STEB §3.3, after Olmo et al. 2026). Tasks are grouped into STEB's six columns
+(``TASK_FAMILIES``; both order-alignment tasks form one column) and each unit contributes the
+column's metric (``OPERATIONAL_METRICS``: V-measure, AUROC, distractor accuracy, MRR, probe
+accuracy, as in STEB Tab. 2). Within a column, for the models that have every unit:
+
+1. ``rho[u, v]`` = Spearman correlation across models of units u and v (ranks with ties averaged,
+   ``scipy.stats.rankdata``; a unit on which all models tie has no ranking, its correlations are set
+   to 0);
+2. Ward linkage (``scipy.cluster.hierarchy.linkage(method="ward")``) on the distances ``1 - rho``,
+   cut at distance 0.5 (``fcluster(criterion="distance")``, which merges at distances <= 0.5):
+   units whose rankings agree merge;
+3. a model's column score = mean over clusters of the mean of its values in the cluster.
+
+The overall score is the mean over columns. Correlating rankings needs at least 3 models
+(``NotApplicable`` otherwise). Models lacking a unit of a column get no score for that column (and
+no overall score); the reason is listed in ``notes``.
+
+Definitional score (STEB §3.3, Tab. 9 and 13, after Wegmann et al. 2026): units are assigned to
+*object of study* (genre, register, time, demographics, dialect, idiolect), *linguistic features*
+or *content independence* (``DEFINITIONAL_GROUPS``, our datasets mapped as STEB maps the same or
+equivalent corpora). Probing units are linguistic features; order-alignment units contribute their
+``accuracy`` to their dataset's group and their ``distractor_accuracy`` to content independence
+(STEB's "Order Alignment†"). Other units contribute their operational metric. A group's value is
+the mean over its datasets of the mean over that dataset's units; object of study is the mean of
+its available sub-groups (we have no dialect dataset); the overall value is the mean of the three
+groups. Units with no group (e.g. the M4 human-vs-machine sample, which STEB's Tab. 13 omits) are
+listed in ``unassigned``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
+from scipy.stats import rankdata
+
+from stylebench_jax.errors import UserInputError
+from stylebench_jax.tasks.base import NotApplicable
+
+WARD_THRESHOLD = 0.5
+MIN_MODELS = 3
+
+TASK_FAMILIES = {
+    "clustering": "clustering",
+    "pair_all": "pair_all",
+    "pair_predefined": "pair_predefined",
+    "order_quad": "order_alignment",
+    "order_list": "order_alignment",
+    "retrieval": "retrieval",
+    "probing": "probing",
+}
+FAMILY_ORDER = ("clustering", "pair_all", "pair_predefined", "order_alignment", "retrieval", "probing")
+OPERATIONAL_METRICS = {
+    "clustering": "v_measure",
+    "pair_all": "auroc",
+    "pair_predefined": "auroc",
+    "order_quad": "distractor_accuracy",
+    "order_list": "distractor_accuracy",
+    "retrieval": "mrr",
+    "probing": "probe_accuracy",
+}
+ORDER_TASKS = ("order_quad", "order_list")
+
+OBJECTS_OF_STUDY = ("genre", "register", "time", "demographics", "dialect", "idiolect")
+LINGUISTIC = "linguistic_features"
+CONTENT = "content_independence"
+# Keys: "dataset" or "dataset/subset" (the more specific key wins). Values: an object of study or
+# LINGUISTIC. STEB Tab. 13 equivalents in comments.
+DEFINITIONAL_GROUPS = {
+    "cds_samples": "genre",                    # Corpus of Diverse Styles
+    "stel/formality": "register",              # STEL_register
+    "stel/simplicity": "register",             # STEL_register
+    "onestopenglish": "register",              # OneStopEnglish
+    "asset": "register",                       # ASSET
+    "stanford_politeness": "register",         # wikipedia_ / stackexchange_politeness
+    "bible_8_versions": "time",                # Bible versions
+    "shakespeare_modern_parallel": "time",     # Shakespeare
+    "pastel": "demographics",                  # PASTEL
+    "reuters_c50": "idiolect",                 # authorship (AV / AR datasets)
+    "english_novels_100": "idiolect",
+    "british_fiction_corpus": "idiolect",
+    "eighteenth_century_novels": "idiolect",
+    "federalist_papers": "idiolect",
+    "stel/contraction": LINGUISTIC,            # STEL_feature
+    "stel/nbr_substitution": LINGUISTIC,       # STEL_feature
+    "stel/emotives": LINGUISTIC,               # STEL_feature (emoji/emotive characteristic)
+    "stel/em-subj-pronoun": LINGUISTIC,        # later STEL characteristics
+    "stel/definite-abstract": LINGUISTIC,
+    "styleptb_compositional": LINGUISTIC,      # StylePTB
+}
+
+_REQUIRED = ("model", "dataset", "subset", "task", "metric", "value")
+
+Unit = tuple[str, str, str]  # (dataset, subset, task)
+
+
+def _unit_name(unit: Unit) -> str:
+    return "/".join(unit)
+
+
+def _index_rows(rows: Iterable[Mapping]) -> dict[tuple[str, Unit, str], float]:
+    """``{(model, unit, metric): value}``; non-finite values are treated as missing."""
+    table: dict[tuple[str, Unit, str], float] = {}
+    for i, row in enumerate(rows):
+        missing = [key for key in _REQUIRED if key not in row]
+        if missing:
+            raise UserInputError(f"result row {i}: missing field(s) {', '.join(missing)}")
+        unit = (str(row["dataset"]), str(row["subset"]), str(row["task"]))
+        key = (str(row["model"]), unit, str(row["metric"]))
+        if key in table:
+            raise UserInputError(f"result row {i}: duplicate {key[0]} / {_unit_name(key[1])} / {key[2]}")
+        value = row["value"]
+        if value is not None and math.isfinite(float(value)):
+            table[key] = float(value)
+    return table
+
+
+def spearman_matrix(values: np.ndarray) -> np.ndarray:
+    """Spearman correlations ``[U, U]`` between the rows of ``values [U, M]`` (across the M models).
+
+    Pearson correlation of average ranks (``scipy.stats.rankdata``), i.e. ``scipy.stats.spearmanr``;
+    a constant row has no ranking and gets correlation 0 with every other row (1 with itself).
+    """
+    ranks = rankdata(np.asarray(values, dtype=np.float64), axis=1)
+    centred = ranks - ranks.mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(centred, axis=1)
+    unit = np.divide(centred, norms[:, None], out=np.zeros_like(centred), where=norms[:, None] > 0)
+    # rounded so that exact values (with 3 models rho is one of -1, -1/2, 1/2, 1) stay exact and a
+    # distance of exactly 0.5 is decided by fcluster's "<= t" rule, not by float noise
+    rho = np.round(np.clip(unit @ unit.T, -1.0, 1.0), 12)
+    np.fill_diagonal(rho, 1.0)
+    return rho
+
+
+def redundancy_clusters(values: np.ndarray, threshold: float = WARD_THRESHOLD) -> np.ndarray:
+    """Cluster ids ``[U]`` (1-based) of units ``values [U, M]``: Ward linkage on ``1 - Spearman``
+    distances, cut at ``threshold``."""
+    n_units = values.shape[0]
+    if n_units == 1:
+        return np.ones(1, dtype=np.int64)
+    distance = 1.0 - spearman_matrix(values)
+    distance = np.clip((distance + distance.T) / 2.0, 0.0, None)
+    np.fill_diagonal(distance, 0.0)
+    tree = linkage(squareform(distance, checks=False), method="ward")
+    return fcluster(tree, t=threshold, criterion="distance").astype(np.int64)
+
+
+@dataclasses.dataclass(frozen=True)
+class OperationalScore:
+    """``table[model][column]`` (columns of ``FAMILY_ORDER`` present, plus ``"overall"``);
+    ``clusters[column]`` = unit-name groups found redundant; ``notes`` = why cells are missing."""
+
+    models: list[str]
+    columns: list[str]
+    table: dict[str, dict[str, float]]
+    clusters: dict[str, list[list[str]]]
+    notes: list[str]
+
+
+def operational_score(rows: Iterable[Mapping], *, metrics: Mapping[str, str] = OPERATIONAL_METRICS,
+                      families: Mapping[str, str] = TASK_FAMILIES,
+                      threshold: float = WARD_THRESHOLD) -> OperationalScore:
+    """STEB operational score per model; see the module docstring."""
+    table = _index_rows(rows)
+    models = sorted({model for model, _, _ in table})
+    if len(models) < MIN_MODELS:
+        raise NotApplicable(f"the operational score correlates model rankings and needs at least "
+                            f"{MIN_MODELS} models, got {len(models)}")
+    units_by_family: dict[str, list[Unit]] = defaultdict(list)
+    for unit in sorted({u for _, u, metric in table if metrics.get(u[2]) == metric}):
+        if unit[2] in families:
+            units_by_family[families[unit[2]]].append(unit)
+    columns = ([f for f in FAMILY_ORDER if f in units_by_family]
+               + sorted(set(units_by_family) - set(FAMILY_ORDER)))
+    scores: dict[str, dict[str, float]] = {model: {} for model in models}
+    clusters: dict[str, list[list[str]]] = {}
+    notes: list[str] = []
+    for column in columns:
+        units = units_by_family[column]
+        complete = [m for m in models if all((m, u, metrics[u[2]]) in table for u in units)]
+        for model in sorted(set(models) - set(complete)):
+            lacking = [_unit_name(u) for u in units if (model, u, metrics[u[2]]) not in table]
+            notes.append(f"{model}: no {column} score (missing {', '.join(lacking)})")
+        if len(complete) < MIN_MODELS:
+            notes.append(f"{column}: only {len(complete)} model(s) have every unit; need {MIN_MODELS}")
+            continue
+        values = np.array([[table[(m, u, metrics[u[2]])] for m in complete] for u in units])
+        ids = redundancy_clusters(values, threshold)
+        groups = [np.flatnonzero(ids == c) for c in np.unique(ids)]
+        clusters[column] = [[_unit_name(units[i]) for i in g] for g in groups]
+        column_scores = np.mean([values[g].mean(axis=0) for g in groups], axis=0)
+        for model, value in zip(complete, column_scores):
+            scores[model][column] = float(value)
+    for model in models:
+        if columns and all(c in scores[model] for c in columns):
+            scores[model]["overall"] = float(np.mean([scores[model][c] for c in columns]))
+    return OperationalScore(models, columns, scores, clusters, notes)
+
+
+def definitional_group(dataset: str, subset: str,
+                       groups: Mapping[str, str] = DEFINITIONAL_GROUPS) -> str | None:
+    """The object of study or ``LINGUISTIC`` a dataset (subset) belongs to, or None."""
+    return groups.get(f"{dataset}/{subset}", groups.get(dataset))
+
+
+@dataclasses.dataclass(frozen=True)
+class DefinitionalScore:
+    """``table[model]`` has each sub-group (objects of study), ``object_of_study``,
+    ``linguistic_features``, ``content_independence`` and ``overall`` where the model has every cell;
+    ``members[group]`` lists the ``dataset-key: unit/metric`` cells; ``unassigned`` units without a
+    group; ``notes`` why a model lacks a value."""
+
+    models: list[str]
+    table: dict[str, dict[str, float]]
+    members: dict[str, list[str]]
+    unassigned: list[str]
+    notes: list[str]
+
+
+def _definitional_cells(table, groups, metrics):
+    """``{(group, dataset key): {(unit, metric)}}`` and the unassigned unit names."""
+    cells: dict[tuple[str, str], set[tuple[Unit, str]]] = defaultdict(set)
+    unassigned: set[str] = set()
+    for _, unit, metric in table:
+        dataset, subset, task = unit
+        key = f"{dataset}/{subset}" if f"{dataset}/{subset}" in groups else dataset
+        group = definitional_group(dataset, subset, groups)
+        if task in ORDER_TASKS and metric == "distractor_accuracy":
+            if group is not None:
+                cells[(CONTENT, key)].add((unit, metric))
+        elif task == "probing" and metric == metrics.get(task):
+            cells[(LINGUISTIC, f"{dataset}/{subset}")].add((unit, metric))
+        elif metric == ("accuracy" if task in ORDER_TASKS else metrics.get(task)):
+            if group is None:
+                unassigned.add(_unit_name(unit))
+            else:
+                cells[(group, key)].add((unit, metric))
+    return cells, sorted(unassigned)
+
+
+def definitional_score(rows: Iterable[Mapping], *, groups: Mapping[str, str] = DEFINITIONAL_GROUPS,
+                       metrics: Mapping[str, str] = OPERATIONAL_METRICS) -> DefinitionalScore:
+    """STEB definitional score per model; see the module docstring."""
+    table = _index_rows(rows)
+    models = sorted({model for model, _, _ in table})
+    cells, unassigned = _definitional_cells(table, groups, metrics)
+    scores: dict[str, dict[str, float]] = {model: {} for model in models}
+    members: dict[str, list[str]] = {}
+    notes: list[str] = []
+    present = [g for g in (*OBJECTS_OF_STUDY, LINGUISTIC, CONTENT) if any(grp == g for grp, _ in cells)]
+    for group in present:
+        keys = sorted(k for g, k in cells if g == group)
+        members[group] = [f"{key}: {_unit_name(u)}/{m}"
+                          for key in keys for u, m in sorted(cells[(group, key)])]
+        for model in models:
+            lacking = [f"{_unit_name(u)}/{m}" for key in keys for u, m in sorted(cells[(group, key)])
+                       if (model, u, m) not in table]
+            if lacking:
+                notes.append(f"{model}: no {group} score (missing {', '.join(lacking)})")
+                continue
+            per_key = [np.mean([table[(model, u, m)] for u, m in cells[(group, key)]]) for key in keys]
+            scores[model][group] = float(np.mean(per_key))
+    objects = [g for g in OBJECTS_OF_STUDY if g in present]
+    top = (["object_of_study"] if objects else []) + [g for g in (LINGUISTIC, CONTENT) if g in present]
+    for model in models:
+        if objects and all(g in scores[model] for g in objects):
+            scores[model]["object_of_study"] = float(np.mean([scores[model][g] for g in objects]))
+        if top and all(g in scores[model] for g in top):
+            scores[model]["overall"] = float(np.mean([scores[model][g] for g in top]))
+    return DefinitionalScore(models, scores, members, unassigned, notes)

@@ -1,0 +1,122 @@
+"""STEB operational and definitional scores on hand-built result rows."""
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from stylebench_jax.errors import UserInputError
+from stylebench_jax.tasks.base import NotApplicable
+from stylebench_jax.tasks.scores import (
+    definitional_score,
+    operational_score,
+    redundancy_clusters,
+    spearman_matrix,
+)
+
+MODELS = ("m1", "m2", "m3")
+
+
+def rows_for(dataset, subset, task, metric, values, models=MODELS):
+    return [{"model": m, "dataset": dataset, "subset": subset, "task": task, "metric": metric, "value": v}
+            for m, v in zip(models, values)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_spearman_matches_scipy(seed):
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.random((6, 7)), 1)  # ties
+    assert spearman_matrix(values) == pytest.approx(spearmanr(values, axis=1).statistic, abs=1e-12)
+
+
+def test_constant_unit_is_uncorrelated():
+    rho = spearman_matrix(np.array([[0.5, 0.5, 0.5], [0.1, 0.2, 0.3]]))
+    assert rho.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_ward_cut_by_hand():
+    # A and B rank the models identically (distance 0), C reverses them (distance 2 to both):
+    # Ward merges A+B at 0, then {A,B}+C at sqrt((2*4 + 2*4 - 1*0) / 3) = 2.31 > 0.5 -> two clusters
+    values = np.array([[0.9, 0.5, 0.1], [0.8, 0.6, 0.2], [0.1, 0.5, 0.9]])
+    ids = redundancy_clusters(values)
+    assert ids[0] == ids[1] != ids[2]
+    # rho = 1/2 gives distance exactly 0.5: merged (fcluster keeps distances <= t together)
+    half = np.array([[0.9, 0.5, 0.1], [0.9, 0.1, 0.5]])
+    assert spearman_matrix(half)[0, 1] == 0.5
+    assert len(set(redundancy_clusters(half))) == 1
+    assert len(set(redundancy_clusters(half, threshold=0.49))) == 2
+
+
+def test_operational_score_by_hand():
+    rows = (rows_for("a", "all", "clustering", "v_measure", (0.9, 0.5, 0.1))
+            + rows_for("b", "all", "clustering", "v_measure", (0.8, 0.6, 0.2))
+            + rows_for("c", "all", "clustering", "v_measure", (0.1, 0.5, 0.9))
+            + rows_for("a", "all", "clustering", "ami", (0.0, 0.0, 0.0))  # not the column metric: ignored
+            # order alignment: the distractor accuracy is the operational metric; two tasks, one column
+            + rows_for("s", "formality", "order_quad", "distractor_accuracy", (0.2, 0.4, 0.6))
+            + rows_for("s", "formality", "order_quad", "accuracy", (0.9, 0.9, 0.9))
+            + rows_for("o", "all", "order_list", "distractor_accuracy", (0.3, 0.5, 0.7)))
+    result = operational_score(rows)
+    assert result.columns == ["clustering", "order_alignment"]
+    assert sorted(map(sorted, result.clusters["clustering"])) == [["a/all/clustering", "b/all/clustering"],
+                                                                   ["c/all/clustering"]]
+    # clusters {a, b} and {c}: m1 = ((0.9 + 0.8) / 2 + 0.1) / 2
+    expected_clustering = {"m1": (0.85 + 0.1) / 2, "m2": (0.55 + 0.5) / 2, "m3": (0.15 + 0.9) / 2}
+    # both order units rank the models alike -> one cluster -> plain mean
+    expected_order = {"m1": 0.25, "m2": 0.45, "m3": 0.65}
+    for model in MODELS:
+        assert result.table[model]["clustering"] == pytest.approx(expected_clustering[model])
+        assert result.table[model]["order_alignment"] == pytest.approx(expected_order[model])
+        assert result.table[model]["overall"] == pytest.approx(
+            (expected_clustering[model] + expected_order[model]) / 2)
+    assert result.notes == []
+
+
+def test_missing_cells_and_too_few_models():
+    rows = (rows_for("a", "all", "retrieval", "mrr", (0.9, 0.5, 0.1, 0.3), models=("m1", "m2", "m3", "m4"))
+            + rows_for("b", "all", "retrieval", "mrr", (0.8, 0.6, 0.2), models=("m1", "m2", "m3")))
+    result = operational_score(rows)
+    assert "retrieval" not in result.table["m4"] and "overall" not in result.table["m4"]
+    assert result.notes == ["m4: no retrieval score (missing b/all/retrieval)"]
+    with pytest.raises(NotApplicable, match="at least 3 models"):
+        operational_score(rows_for("a", "all", "retrieval", "mrr", (0.9, 0.5), models=("m1", "m2")))
+
+
+def test_bad_rows():
+    with pytest.raises(UserInputError, match="row 0: missing field"):
+        operational_score([{"model": "m1", "dataset": "a"}])
+    row = rows_for("a", "all", "retrieval", "mrr", (0.9,))[0]
+    with pytest.raises(UserInputError, match="duplicate"):
+        operational_score([row, dict(row)])
+
+
+def test_definitional_score_by_hand():
+    two = ("m1", "m2")
+    rows = (rows_for("cds_samples", "all", "clustering", "v_measure", (0.6, 0.2), two)          # genre
+            + rows_for("cds_samples", "all", "pair_all", "auroc", (0.8, 0.6), two)              # genre
+            + rows_for("cds_samples", "all", "probing", "probe_accuracy", (0.5, 0.7), two)      # ling.
+            + rows_for("stel", "formality", "order_quad", "accuracy", (0.9, 0.7), two)          # register
+            + rows_for("stel", "formality", "order_quad", "distractor_accuracy", (0.3, 0.1), two)  # content
+            + rows_for("stanford_politeness", "wikipedia", "clustering", "v_measure", (0.1, 0.3), two)
+            + rows_for("stel", "contraction", "order_quad", "accuracy", (1.0, 0.8), two)        # ling.
+            + rows_for("stel", "contraction", "order_quad", "distractor_accuracy", (0.5, 0.5), two)
+            + rows_for("m4_llama2_sample", "all", "pair_predefined", "auroc", (0.7, 0.7), two))
+    result = definitional_score(rows)
+    m1 = result.table["m1"]
+    assert m1["genre"] == pytest.approx((0.6 + 0.8) / 2)
+    # register: per dataset first (stel/formality 0.9, stanford_politeness 0.1), then across datasets
+    assert m1["register"] == pytest.approx((0.9 + 0.1) / 2)
+    assert m1["object_of_study"] == pytest.approx((0.7 + 0.5) / 2)
+    assert m1["linguistic_features"] == pytest.approx((0.5 + 1.0) / 2)  # probing unit, stel/contraction
+    assert m1["content_independence"] == pytest.approx((0.3 + 0.5) / 2)
+    assert m1["overall"] == pytest.approx((0.6 + 0.75 + 0.4) / 3)
+    assert result.unassigned == ["m4_llama2_sample/all/pair_predefined"]
+    assert "time" not in m1 and "dialect" not in m1
+
+
+def test_definitional_requires_every_cell_of_a_group():
+    rows = (rows_for("bible_8_versions", "all", "clustering", "v_measure", (0.5, 0.4), ("m1", "m2"))
+            + rows_for("bible_8_versions", "all", "pair_all", "auroc", (0.7,), ("m1",)))
+    result = definitional_score(rows)
+    assert result.table["m1"]["time"] == pytest.approx(0.6)
+    assert "time" not in result.table["m2"] and "overall" not in result.table["m2"]
+    assert result.notes == ["m2: no time score (missing bible_8_versions/all/pair_all/auroc)"]
