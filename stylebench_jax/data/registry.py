@@ -1,0 +1,76 @@
+"""Dataset registry: dataset name -> ``DatasetSpec`` whose ``load`` builds the evaluation units.
+
+``load_units(name, data_root, size=..., seed=...)`` is what the evaluation runner calls. Each
+dataset's units, subsets and sampling are documented in its loader module
+(``stylebench_jax.data.<module>``); ``size="quick"`` gives small deterministic seeded subsamples
+(one 22M-parameter encoder embeds a whole quick suite in minutes on 2 CPU cores), ``"full"``
+everything sensible (whole books, whole corpora or STEB-sized samples, see each module).
+
+``EvalUnit`` and ``DatasetSpec`` are defined in ``stylebench_jax.data.units`` and re-exported here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stylebench_jax.data import (
+    asset,
+    bible,
+    cds,
+    federalist,
+    m4,
+    novels,
+    onestopenglish,
+    pastel,
+    politeness,
+    reuters,
+    shakespeare,
+    styleptb,
+)
+from stylebench_jax.data.stel import STEL_FILES, load_stel
+from stylebench_jax.data.units import SIZES, TASKS, DatasetSpec, EvalUnit, check_size
+from stylebench_jax.errors import UserInputError
+
+__all__ = ["DATASETS", "DatasetSpec", "EvalUnit", "SIZES", "TASKS", "dataset_names", "load_units"]
+
+STEL_SOURCE = "github.com/nlpsoc/STEL (commit e52f052, Data/STEL/; definite-abstract from dev c5135b3)"
+STEL_LICENCE = "MIT; the formality sample falls under Yahoo's Terms of Use (limited waiver)"
+
+
+def load_stel_units(data_root: str | Path, *, size: str = "quick", seed: int = 0) -> list[EvalUnit]:
+    """One ``order_quad`` unit per STEL component (all instances; ``size`` and ``seed`` unused:
+    the public files are small and STEL's accuracies are defined on all of them)."""
+    check_size(size)
+    root = Path(data_root)
+    if not (root / "stel").is_dir():
+        raise UserInputError(f"{root / 'stel'}: dataset folder not found; expected stel/ containing "
+                             f"{', '.join(STEL_FILES.values())} (source: {STEL_SOURCE})")
+    return [EvalUnit("stel", component, "order_quad", {"instances": instances})
+            for component, instances in load_stel(root).items()]
+
+
+_STEL = DatasetSpec(
+    name="stel", tasks=("order_quad",),
+    description="STEL quadruples: formality, simplicity, contraction, nbr_substitution + 3 later components",
+    source=STEL_SOURCE, licence=STEL_LICENCE, load=load_stel_units)
+
+DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
+    _STEL, bible.SPEC, cds.SPEC, onestopenglish.SPEC, asset.SPEC, shakespeare.SPEC, styleptb.SPEC,
+    pastel.SPEC, politeness.SPEC, m4.SPEC, reuters.SPEC, *novels.SPECS.values(), federalist.SPEC)}
+
+
+def dataset_names() -> list[str]:
+    return list(DATASETS)
+
+
+def load_units(name: str, data_root: str | Path, *, size: str = "quick", seed: int = 0) -> list[EvalUnit]:
+    """The evaluation units of dataset ``name`` (``UserInputError`` for unknown names or sizes)."""
+    if name not in DATASETS:
+        raise UserInputError(f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}")
+    check_size(size)
+    units = DATASETS[name].load(Path(data_root), size=size, seed=seed)
+    tasks = DATASETS[name].tasks
+    for unit in units:
+        if unit.dataset != name or unit.task not in tasks:  # a registry bug, not user input
+            raise AssertionError(f"{name}: loader produced unit {unit.key} outside its spec {tasks}")
+    return units
