@@ -16,7 +16,14 @@ import numpy as np
 
 from stylebench_jax.report import plots
 from stylebench_jax.report.markdown import ScoreTable
-from stylebench_jax.report.tables import TaskTable, format_cell, format_value, task_tables, task_title
+from stylebench_jax.report.tables import (
+    TaskTable,
+    format_cell,
+    format_value,
+    report_tables,
+    task_tables,
+    task_title,
+)
 
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto; max-width: 1200px;
@@ -108,14 +115,14 @@ def _full_table(rows: Sequence[dict[str, Any]]) -> str:
 def render_html(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]],
                 scores: Sequence[ScoreTable], *, title: str, description: Sequence[str] = ()) -> str:
     """The whole page as one string (plots drawn now, embedded as base64 PNG)."""
-    tables = task_tables(rows)
+    tables = report_tables(rows)
     body = [f"<h1>{_e(title)}</h1>"] + [f'<p class="note">{_e(line)}</p>' for line in description if line]
     body.append('<p class="note">Cells show the primary metric with its 95% bootstrap confidence interval '
                 "(instances resampled); bold/green = best model in the column; — = not run.</p>")
     if scores:
         body.append("<h2>Aggregate scores</h2>")
         body += [_score_html(score) for score in scores]
-    overview = _overview_heatmap(tables)
+    overview = _overview_heatmap(task_tables(rows))
     if overview is not None:
         body += ["<h2>Overview</h2>", _img(overview, "heatmap of primary metrics, models x datasets")]
     for table in tables:

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from stylebench_jax.report.tables import TaskTable, format_cell, format_value, task_tables, task_title
+from stylebench_jax.report.tables import TaskTable, format_cell, format_value, report_tables, task_title
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +79,7 @@ def render_leaderboard(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[st
     parts += list(description)
     parts += ["", "Cells: primary metric, 95% bootstrap confidence interval in brackets "
               "(instances resampled). Bold = best model in the column.", ""]
-    for table in task_tables(rows):
+    for table in report_tables(rows):
         parts += [f"## {task_title(table.task)} — {table.metric}", "", task_table_markdown(table), ""]
     if scores:
         parts += ["## Aggregate scores", ""]

@@ -21,6 +21,9 @@ TASK_TITLES = {
     "probing": "Probing",
 }
 TASK_ORDER = tuple(TASK_TITLES)
+# Shown as their own tables after the primary metric (STEB's operational score uses distractor
+# accuracy for order alignment: STEL-or-Content and the list distractor variant).
+SECONDARY_METRICS = {"order_quad": ("distractor_accuracy",), "order_list": ("distractor_accuracy",)}
 
 
 def task_title(task: str) -> str:
@@ -67,6 +70,17 @@ def _number(value: Any) -> float:
 
 def column_name(dataset: str, subset: str, multi_subset: bool) -> str:
     return f"{dataset}/{subset}" if multi_subset and subset else dataset
+
+
+def report_tables(rows: Sequence[dict[str, Any]]) -> list[TaskTable]:
+    """Per task its primary-metric table, followed by its ``SECONDARY_METRICS`` tables."""
+    tables = []
+    for table in task_tables(rows):
+        tables.append(table)
+        task_rows = [r for r in rows if r["task"] == table.task]
+        for metric in SECONDARY_METRICS.get(table.task, ()):
+            tables += task_tables(task_rows, metric)
+    return tables
 
 
 def task_tables(rows: Sequence[dict[str, Any]], metric: str | None = None) -> list[TaskTable]:

@@ -20,6 +20,7 @@ ROWS = [
     row("baseline:char3gram", "stel", "contraction", "order_quad", "accuracy", 0.5, 0.45, 0.55, 100),
     row("minilm", "stel", "formality", "order_quad", "accuracy", 0.8125, 0.775, 0.85, 400),
     row("minilm", "stel", "contraction", "order_quad", "accuracy", 0.61, 0.52, 0.7, 100),
+    row("minilm", "stel", "formality", "order_quad", "distractor_accuracy", 0.3456, 0.25, 0.44, 400, False),
     row("minilm", "cds", "cds", "clustering", "v_measure", 0.1234, 0.1, 0.15, 1100),
 ]
 SKIPPED = [{"model": "baseline:char3gram", "dataset": "cds", "subset": "cds", "task": "clustering",
@@ -54,11 +55,13 @@ def test_leaderboard_and_html_contain_numbers(tmp_path):
     assert "0.711" in markdown and "needs at least 3 models, got 2" in markdown
     assert "char3gram gives only pairwise similarities" in markdown
     assert "0.123 [0.100, 0.150]" in markdown
+    assert "## Order alignment (STEL quadruples) — distractor_accuracy" in markdown
+    assert "| minilm | 0.346 [0.250, 0.440] |" in markdown
     page = html_path.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page
     assert "0.812 [0.775, 0.850]" in page and "0.7325" in page  # table and full-precision table
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 3  # overview heatmap + one bar chart per task
+    assert len(images) == 4  # overview heatmap + bar charts: clustering, order accuracy, distractor accuracy
     for image in images:
         assert base64.b64decode(image).startswith(b"\x89PNG")
     assert "http" not in page.replace("http-equiv", "")  # nothing fetched from elsewhere
