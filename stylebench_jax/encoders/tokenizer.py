@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from tokenizers import Tokenizer
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
 from stylebench_jax.errors import UserInputError
 
@@ -67,11 +67,9 @@ class TextTokenizer:
             except Exception as error:
                 raise UserInputError(f"{tokenizer_json}: not a valid tokenizers file ({error})") from None
         elif vocab_txt.exists():
-            from tokenizers.implementations import BertWordPieceTokenizer
-
             raw = vocab_txt.read_bytes()
             lowercase = bool(tok_config.get("do_lower_case", True))
-            tokenizer = BertWordPieceTokenizer(str(vocab_txt), lowercase=lowercase)._tokenizer
+            tokenizer = _wordpiece_from_vocab(vocab_txt, lowercase)
             raw += b"lowercase=%d" % lowercase
         else:
             raise UserInputError(f"{model_dir}: no tokenizer.json or vocab.txt")
@@ -82,3 +80,17 @@ class TextTokenizer:
         if pad_id is None:
             pad_id = 0
         return cls(tokenizer, hashlib.sha256(raw).hexdigest()[:16], pad_id)
+
+
+def _wordpiece_from_vocab(vocab_txt: Path, lowercase: bool) -> Tokenizer:
+    """BERT's WordPiece pipeline (normaliser, pre-tokeniser, [CLS] ... [SEP]) from a ``vocab.txt``."""
+    vocab = models.WordPiece.read_file(str(vocab_txt))
+    for token in ("[UNK]", "[CLS]", "[SEP]"):
+        if token not in vocab:
+            raise UserInputError(f"{vocab_txt}: vocabulary lacks the special token {token}")
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase, clean_text=True,
+                                                      handle_chinese_chars=True, strip_accents=None)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.post_processor = processors.BertProcessing(("[SEP]", vocab["[SEP]"]), ("[CLS]", vocab["[CLS]"]))
+    return tokenizer

@@ -1,0 +1,119 @@
+"""`stylebench embed` end to end: output, caching (no forward pass on re-run), bad input."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from stylebench_jax.cli import main
+from stylebench_jax.encoders.neural import FlaxEncoderEmbedder
+
+TEXTS = ["A man is eating food.", "r u a fan of them or something?", "", "Call me Ishmael.",
+         "Это предложение на русском языке.", "x", "Tabs\tand spaces", "The end.", "One more line"]
+
+
+@pytest.fixture()
+def txt_input(tmp_path):
+    path = tmp_path / "texts.txt"
+    path.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    return path
+
+
+def run_cli(*args):
+    return main(["embed", "--quiet", *map(str, args)])
+
+
+def test_embed_writes_float32_in_order_and_rerun_is_cached(tmp_path, txt_input, cache_dir, monkeypatch):
+    out1, out2 = tmp_path / "a.npy", tmp_path / "b.npy"
+    assert run_cli("--input", txt_input, "--output", out1, "--mesh", "data=4,model=2") == 0
+    first = np.load(out1)
+    assert first.dtype == np.float32 and first.shape == (len(TEXTS), 384)
+    np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1, atol=1e-5)
+    # Row order = input order: row i equals the solo embedding of text i.
+    solo_path = tmp_path / "solo.txt"
+    solo_path.write_text(TEXTS[3] + "\n", encoding="utf-8")
+    assert run_cli("--input", solo_path, "--output", tmp_path / "solo.npy", "--no-cache") == 0
+    np.testing.assert_allclose(np.load(tmp_path / "solo.npy")[0], first[3], atol=1e-5)
+
+    def no_forward(self, sequences):
+        raise AssertionError("encoder forward pass ran although every text was cached")
+
+    monkeypatch.setattr(FlaxEncoderEmbedder, "encode_sequences", no_forward)
+    assert run_cli("--input", txt_input, "--output", out2, "--mesh", "data=4,model=2") == 0
+    assert out1.read_bytes() == out2.read_bytes()
+
+
+def test_jsonl_text_field_and_no_cache(tmp_path, cache_dir):
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "body": t}) + "\n" for i, t in enumerate(TEXTS[:3])),
+                    encoding="utf-8")
+    out = tmp_path / "e.npy"
+    assert run_cli("--input", path, "--output", out, "--text-field", "body", "--no-cache") == 0
+    assert np.load(out).shape == (3, 384)
+    assert not cache_dir.exists()
+
+
+BAD_INPUTS = {
+    "missing": (None, "file not found"),
+    "empty.txt": (b"", "file is empty"),
+    "bad_utf8.txt": (b"fine line\nsecond \xff\xfe line\n", ":2:8: invalid UTF-8"),
+    "not_json.jsonl": (b'{"text": "ok"}\n{text: nope}\n', ":2:2: not valid JSON"),
+    "no_field.jsonl": (b'{"text": "ok"}\n{"body": "x"}\n', ":2: field 'text': missing"),
+    "not_string.jsonl": (b'{"text": 3}\n', ":1: field 'text': expected a string"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_input_one_line_error_exit_2_no_output(tmp_path, cache_dir, capsys, name):
+    content, expected = BAD_INPUTS[name]
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    out = tmp_path / "out.npy"
+    assert run_cli("--input", path, "--output", out) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and expected in err and str(path) in err
+    assert not out.exists()
+
+
+def test_unknown_model_and_dir_without_safetensors(tmp_path, txt_input, cache_dir, capsys):
+    out = tmp_path / "out.npy"
+    assert run_cli("--model", "no-such-model", "--input", txt_input, "--output", out) == 2
+    assert "unknown model 'no-such-model'" in capsys.readouterr().err
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text(json.dumps({
+        "model_type": "bert", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+        "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 16}))
+    (model_dir / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\na\n")
+    (model_dir / "pytorch_model.bin").write_bytes(b"not really a pickle")
+    assert run_cli("--model", model_dir, "--input", txt_input, "--output", out) == 2
+    err = capsys.readouterr().err
+    assert "pickled weights" in err and "arbitrary code" in err and len(err.strip().splitlines()) == 1
+    (model_dir / "pytorch_model.bin").unlink()
+    assert run_cli("--model", model_dir, "--input", txt_input, "--output", out) == 2
+    assert "no model.safetensors" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_console_script_exit_code_and_no_traceback(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "stylebench_jax.cli", "embed", "--input", str(tmp_path / "nope.txt"),
+         "--output", str(tmp_path / "o.npy")], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "nope.txt: file not found" in result.stderr
+
+
+def test_cache_info_and_clear(tmp_path, txt_input, cache_dir, capsys):
+    assert run_cli("--input", txt_input, "--output", tmp_path / "a.npy") == 0
+    capsys.readouterr()
+    assert main(["cache", "info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["spaces"][0]["vectors"] == len(set(TEXTS))
+    assert "weights=" in info["spaces"][0]["identity"]
+    assert main(["cache", "clear"]) == 0
+    capsys.readouterr()
+    assert main(["cache", "info", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["spaces"] == []

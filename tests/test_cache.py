@@ -1,0 +1,109 @@
+"""The embedding cache: content addressing, identity separation, crash safety."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from stylebench_jax import cache as cache_module
+from stylebench_jax.cache import EmbeddingCache
+
+
+class HashEmbedder:
+    """Deterministic fake: vector = function of the text's bytes; counts calls."""
+
+    def __init__(self, identity="fake/v1", dim=16):
+        self._identity, self.dim, self.name, self.calls = identity, dim, "fake", []
+
+    @property
+    def identity(self):
+        return self._identity
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return np.stack([vector_of(t, self.dim) for t in texts]) if texts else np.zeros((0, self.dim))
+
+
+def vector_of(text, dim=16):
+    seed = int.from_bytes(text.encode("utf-8")[:8].ljust(8, b"\0"), "little") ^ len(text)
+    return np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+
+
+def test_hits_misses_and_duplicates(tmp_path):
+    cache, model = EmbeddingCache(tmp_path), HashEmbedder()
+    first = cache.embed(model, ["a", "b", "a", "c"])
+    assert model.calls == [["a", "b", "c"]]
+    np.testing.assert_array_equal(first[0], first[2])
+    second = EmbeddingCache(tmp_path).embed(model, ["c", "d", "a"])
+    assert model.calls[-1] == ["d"]
+    np.testing.assert_array_equal(second[[0, 2]], first[[3, 0]])
+    np.testing.assert_array_equal(second[1], vector_of("d"))
+
+
+def test_identity_separates_spaces(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    a, b = HashEmbedder("m/weights=1"), HashEmbedder("m/weights=2")
+    cache.embed(a, ["x"])
+    cache.embed(b, ["x"])
+    assert len(a.calls) == len(b.calls) == 1
+    assert len(cache.info()) == 2
+
+
+def test_disabled_cache_never_touches_disk(tmp_path):
+    model = HashEmbedder()
+    EmbeddingCache(tmp_path / "c", enabled=False).embed(model, ["x"])
+    EmbeddingCache(tmp_path / "c", enabled=False).embed(model, ["x"])
+    assert len(model.calls) == 2 and not (tmp_path / "c").exists()
+
+
+def test_crash_between_vectors_and_keys_leaves_readable_cache(tmp_path, monkeypatch):
+    model = HashEmbedder()
+    EmbeddingCache(tmp_path).embed(model, ["kept"])
+    real_save = cache_module.save_npy_atomic
+
+    def crash_on_keys(path, array):
+        if str(path).endswith(".keys.npy"):
+            raise KeyboardInterrupt("killed")
+        real_save(path, array)
+
+    monkeypatch.setattr(cache_module, "save_npy_atomic", crash_on_keys)
+    with pytest.raises(KeyboardInterrupt):
+        EmbeddingCache(tmp_path).embed(model, ["lost", "kept"])
+    monkeypatch.setattr(cache_module, "save_npy_atomic", real_save)
+    # Leftovers a killed writer can leave: an orphan vectors file and a half-written temp file.
+    space = EmbeddingCache(tmp_path).space(model)
+    (space / ".junk.keys.npy.1234.tmp").write_bytes(b"\x93NUMPY partial")
+    fresh = HashEmbedder()
+    got = EmbeddingCache(tmp_path).embed(fresh, ["kept", "lost"])
+    assert fresh.calls == [["lost"]]
+    np.testing.assert_array_equal(got, np.stack([vector_of("kept"), vector_of("lost")]))
+
+
+def test_sigkill_during_writes_never_yields_a_wrong_vector(tmp_path):
+    """A writer killed with SIGKILL at an arbitrary moment leaves only complete, correct entries."""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from test_cache import HashEmbedder
+        from stylebench_jax.cache import EmbeddingCache
+        cache, model = EmbeddingCache({str(tmp_path)!r}), HashEmbedder(dim=4096)
+        print("ready", flush=True)
+        for batch in range(10**6):
+            cache.embed(model, [f"text {{batch}} {{i}}" for i in range(64)])
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    cache, model = EmbeddingCache(tmp_path), HashEmbedder(dim=4096)
+    index = cache._load_index(cache.space(model))
+    assert len(index) >= 64  # it did write something before dying
+    texts = [f"text {b} {i}" for b in range(len(index) // 64 + 2) for i in range(64)]
+    got = cache.embed(model, texts)
+    np.testing.assert_array_equal(got, np.stack([vector_of(t, 4096) for t in texts]))
