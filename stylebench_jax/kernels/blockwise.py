@@ -1,0 +1,68 @@
+"""Device-side pieces of blocked top-k: per-block selection and the running merge.
+
+Everything here runs inside ``jax.jit`` / ``jax.shard_map``. Ordering is total and deterministic:
+higher score first, and among equal scores the lower candidate index first. ``lax.top_k`` already
+breaks ties by lower position; every function here keeps "lower position = lower candidate index"
+true for what it hands to ``lax.top_k``, so the tie rule carries over to candidate indices.
+``-0.0`` is mapped to ``+0.0`` first, because ``lax.top_k`` orders ``-0.0`` below ``+0.0`` while
+NumPy (and IEEE comparison) treats them as equal.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax import lax
+
+GROUP_SIZES = (64, 32, 16, 8)
+
+
+def canonical(scores: jnp.ndarray) -> jnp.ndarray:
+    """Replace ``-0.0`` by ``+0.0`` so equal scores are bitwise equal (needed for tie order)."""
+    return jnp.where(scores == 0, jnp.zeros_like(scores), scores)
+
+
+def pick_group_size(block: int, k: int) -> int:
+    """Group width for :func:`block_topk`: 1 (plain ``lax.top_k``) unless grouping pays off.
+
+    Grouping needs ``block % g == 0`` and at least ``4 k`` groups; the widest such ``g`` of
+    ``GROUP_SIZES`` is used (measured on a 2-core AVX-512 CPU: 3-5x faster than ``lax.top_k`` on
+    ``[1000, 32768]``).
+    """
+    for g in GROUP_SIZES:
+        if block % g == 0 and block // g >= 4 * k:
+            return g
+    return 1
+
+
+def block_topk(scores: jnp.ndarray, k: int, group_size: int) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Exact top-``k`` of each row of ``scores [Q, B]``: values ``[Q, k]`` and positions ``[Q, k]`` int32.
+
+    With ``group_size = g > 1`` the row is cut into ``B / g`` contiguous groups. A group holding one
+    of the row's top-``k`` entries has its best entry among the top ``k`` too, so it is among the
+    ``k`` groups with the best (max, group index) keys; only those ``k * g`` entries are ranked.
+    Selected groups are put back in ascending order, so position order in the short list is
+    candidate order and ``lax.top_k``'s lower-position tie rule still means lower index first.
+    """
+    q, b = scores.shape
+    k = min(k, b)
+    if group_size <= 1:
+        return lax.top_k(scores, k)
+    grouped = scores.reshape(q, b // group_size, group_size)
+    _, groups = lax.top_k(grouped.max(axis=-1), k)
+    groups = jnp.sort(groups, axis=-1)
+    short = jnp.take_along_axis(grouped, groups[:, :, None], axis=1).reshape(q, k * group_size)
+    values, pos = lax.top_k(short, k)
+    positions = jnp.take_along_axis(groups, pos // group_size, axis=1) * group_size + pos % group_size
+    return values, positions.astype(jnp.int32)
+
+
+def merge_running(running: tuple[jnp.ndarray, ...], block: tuple[jnp.ndarray, ...], k: int):
+    """Merge two top lists whose first array is the ranking key; keep the best ``k``.
+
+    ``running`` and ``block`` are tuples ``(key [Q, a], *payload [Q, a])``; every candidate in
+    ``running`` has a lower index than every candidate in ``block`` (blocks are visited in index
+    order), so concatenating running first keeps ties resolved by lower index.
+    """
+    joined = [jnp.concatenate([r, b], axis=1) for r, b in zip(running, block)]
+    values, pos = lax.top_k(joined[0], k)
+    return (values, *(jnp.take_along_axis(arr, pos, axis=1) for arr in joined[1:]))

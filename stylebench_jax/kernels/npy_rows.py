@@ -1,0 +1,145 @@
+"""Row blocks of a 2-D ``.npy`` file (or an in-memory array) with bounded memory.
+
+``NpyRows(path)`` parses the ``.npy`` header and reads rows ``[start, stop)`` with positional reads
+(``os.preadv``) into fresh buffers. Pages come from the OS page cache exactly as with ``mmap``, but
+are never mapped into this process, so its resident memory stays at the few blocks in flight even
+for a 15 GiB pool (a ``np.load(mmap_mode="r")`` array sliced block by block keeps every touched
+page mapped, and RSS grows to the file size). A ``np.memmap`` straight from ``np.load(...,
+mmap_mode="r")`` is recognised and read the same way.
+
+``prefetch(iterator, depth)`` runs a block iterator in a background thread (file reads release the
+GIL), so reading block ``i + 1`` overlaps the device work on block ``i``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import queue
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from stylebench_jax.errors import located
+
+
+class NpyRows:
+    """A C-ordered 2-D ``.npy`` file ``[N, D]`` of floats, read by row blocks as float32."""
+
+    def __init__(self, path: str | os.PathLike, *, offset: int | None = None,
+                 shape: tuple[int, int] | None = None, dtype: np.dtype | None = None):
+        self.path = Path(path)
+        if offset is None:
+            offset, shape, dtype = read_npy_header(self.path)
+        self.offset, self.shape, self.dtype = int(offset), tuple(int(s) for s in shape), np.dtype(dtype)
+        self.row_bytes = self.shape[1] * self.dtype.itemsize
+
+    @classmethod
+    def from_memmap(cls, array: np.memmap) -> NpyRows | None:
+        """Rows of a whole-file ``np.memmap`` (as made by ``np.load(mmap_mode="r")``), else None."""
+        if (isinstance(array, np.memmap) and isinstance(array.base, mmap.mmap) and array.ndim == 2
+                and array.flags.c_contiguous and array.filename):
+            return cls(array.filename, offset=array.offset, shape=array.shape, dtype=array.dtype)
+        return None
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``[start, stop)`` as a new C-contiguous float32 array ``[stop - start, D]``."""
+        stop = min(stop, self.shape[0])
+        out = np.empty((max(stop - start, 0), self.shape[1]), dtype=self.dtype)
+        view = memoryview(out).cast("B")
+        pos, done = self.offset + start * self.row_bytes, 0
+        with open(self.path, "rb", buffering=0) as handle:
+            while done < len(view):
+                got = os.preadv(handle.fileno(), [view[done:]], pos + done)
+                if got == 0:
+                    raise located(self.path, f"file ends before row {stop} (truncated .npy?)")
+                done += got
+        if out.dtype != np.float32:
+            out = out.astype(np.float32)
+        return out
+
+
+def read_npy_header(path: Path) -> tuple[int, tuple[int, int], np.dtype]:
+    """``(data offset in bytes, shape, dtype)`` of a 2-D float ``.npy``; UserInputError otherwise."""
+    if not path.is_file():
+        raise located(path, "no such file")
+    try:
+        with open(path, "rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            reader = {(1, 0): np.lib.format.read_array_header_1_0,
+                      (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            if reader is None:
+                raise ValueError(f"unsupported .npy version {version}")
+            shape, fortran_order, dtype = reader(handle)
+            offset = handle.tell()
+    except ValueError as error:
+        raise located(path, f"not a readable .npy file ({error})") from None
+    if len(shape) != 2:
+        raise located(path, f"expected a 2-D array [N, D], found shape {tuple(shape)}")
+    if dtype.kind != "f":
+        raise located(path, f"expected floating-point embeddings, found dtype {dtype}")
+    if fortran_order and shape[0] > 1 and shape[1] > 1:
+        raise located(path, "expected a C-ordered array (rows contiguous), found Fortran order")
+    expected = offset + shape[0] * shape[1] * dtype.itemsize
+    if path.stat().st_size < expected:
+        raise located(path, f"file has {path.stat().st_size} bytes, header promises {expected}")
+    return offset, (int(shape[0]), int(shape[1])), dtype
+
+
+def row_source(candidates) -> NpyRows | np.ndarray:
+    """A path or whole-file memmap becomes ``NpyRows``; any other array-like is returned as given."""
+    if isinstance(candidates, (str, os.PathLike)):
+        return NpyRows(candidates)
+    rows = NpyRows.from_memmap(candidates) if isinstance(candidates, np.memmap) else None
+    return rows if rows is not None else candidates
+
+
+def read_rows(source, start: int, stop: int) -> np.ndarray:
+    """Rows ``[start, stop)`` of ``NpyRows`` or an array as a C-contiguous float32 array."""
+    if isinstance(source, NpyRows):
+        return source.read(start, stop)
+    return np.ascontiguousarray(source[start:stop], dtype=np.float32)
+
+
+def prefetch(iterator: Iterator, depth: int = 2) -> Iterator:
+    """Yield the items of ``iterator``, produced ``depth`` items ahead in a daemon thread.
+
+    An exception in the producer is re-raised in the consumer. Closing the generator early stops
+    the producer after at most one more item.
+    """
+    items: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def produce():
+        try:
+            for item in iterator:
+                if stop.is_set():
+                    return
+                items.put(item)
+            items.put(done)
+        except BaseException as error:  # handed to the consumer
+            items.put(error)
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = items.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                items.get(timeout=0.05)
+            except queue.Empty:
+                pass

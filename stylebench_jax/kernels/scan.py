@@ -1,0 +1,266 @@
+"""Device side of the blocked top-k search: the sharded scan step and resident candidate pools.
+
+``scan_step(mesh, cfg)`` is a jitted ``shard_map`` that folds a slab of candidate rows (sharded
+over ``data``) into per-device running top lists ``[n_data, Q, keep]``. Device ``d`` of a slab
+starting at global row ``base`` holds rows ``base + d * stride + [0, stride)``; within a device,
+blocks are visited in increasing row order, so "lower position = lower index" holds for the
+running merge (see :mod:`blockwise`). Rows at or past ``n_valid`` (padding) score ``-inf``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from stylebench_jax.kernels.blockwise import block_topk, canonical, merge_running, pick_group_size
+from stylebench_jax.kernels.npy_rows import prefetch, read_rows, row_source
+from stylebench_jax.parallel.mesh import make_mesh
+
+DEFAULT_BLOCK = 16384          # candidate rows per device per matmul (measured, bench_topk.py)
+INT_MAX = np.iinfo(np.int32).max
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardedPool:
+    """Candidates resident on the devices: ``rows [n_data * per_device, D]`` float32 sharded over
+    ``data`` (zero padding after row ``n``), optional ``groups [n_data * per_device]`` int32."""
+
+    rows: jax.Array
+    groups: jax.Array | None
+    n: int
+    mesh: Mesh
+    block: int
+
+    @property
+    def per_device(self) -> int:
+        return self.rows.shape[0] // self.mesh.shape["data"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanConfig:
+    keep: int          # entries kept per query and device (k, or shortlist + 1 for bfloat16)
+    block: int         # candidate rows per device per matmul
+    precision: str     # "float32" | "bfloat16"
+    use_ids: bool      # exclude candidate query_ids[i] from query i
+    use_groups: bool   # exclude candidates with query_groups[i] == candidate_groups[j]
+    normalize: bool    # L2-normalise candidate rows before scoring
+
+
+def round_up(n: int, m: int) -> int:
+    return max(m, -(-n // m) * m)
+
+
+def data_mesh(mesh: Mesh | None) -> Mesh:
+    return make_mesh() if mesh is None else mesh
+
+
+def device_block(n: int, n_data: int, block_size: int) -> int:
+    """Rows per device per step: ``block_size``, or less when the pool is small (multiple of 8)."""
+    return min(block_size, round_up(-(-n // n_data), 8))
+
+
+def local_scan(state, rows, row_groups, queries, query_ids, query_groups, base, stride, n_valid,
+                *, cfg: ScanConfig):
+    """One device: fold ``rows`` (block after block) into its running top list ``state``."""
+    keys, exact, idx, bad, sq_range = state
+    start = base + lax.axis_index("data") * stride
+    group_size = pick_group_size(cfg.block, min(cfg.keep, cfg.block))
+    low = queries.astype(jnp.bfloat16) if cfg.precision == "bfloat16" else None
+    dims = (((1,), (1,)), ((), ()))
+
+    def body(b, carry):
+        keys, exact, idx, bad, sq_range = carry
+        x = lax.dynamic_slice_in_dim(rows, b * cfg.block, cfg.block)
+        gidx = start + b * cfg.block + jnp.arange(cfg.block, dtype=jnp.int32)
+        valid = gidx < n_valid
+        finite = jnp.isfinite(x).all(axis=1)
+        bad = jnp.minimum(bad, jnp.min(jnp.where(valid & ~finite, gidx, INT_MAX)))
+        sq = jnp.sum(x * x, axis=1)
+        if cfg.normalize:
+            scale = jnp.where(sq > 0, lax.rsqrt(jnp.where(sq > 0, sq, 1.0)), 0.0)
+            x = x * scale[:, None]
+            sq = jnp.sum(x * x, axis=1)
+        sq_range = jnp.stack([jnp.minimum(sq_range[0, 0], jnp.min(jnp.where(valid, sq, jnp.inf))),
+                              jnp.maximum(sq_range[0, 1], jnp.max(jnp.where(valid, sq, 0.0)))])[None]
+        mask = valid[None, :]
+        if cfg.use_ids:
+            mask = mask & (gidx[None, :] != query_ids[:, None])
+        if cfg.use_groups:
+            local_groups = lax.dynamic_slice_in_dim(row_groups, b * cfg.block, cfg.block)
+            mask = mask & (local_groups[None, :] != query_groups[:, None])
+        if low is None:
+            s = lax.dot_general(queries, x, dims, precision=lax.Precision.HIGHEST)
+        else:
+            s = lax.dot_general(low, x.astype(jnp.bfloat16), dims, preferred_element_type=jnp.float32)
+        s = jnp.where(mask, canonical(s), -jnp.inf)
+        values, pos = block_topk(s, cfg.keep, group_size)
+        block_idx = gidx[pos]
+        if low is None:
+            keys, idx = merge_running((keys[0], idx[0]), (values, block_idx), cfg.keep)
+            exact = keys
+        else:
+            picked = x[pos]  # [Q, kb, D] rows of the block's shortlist, re-scored in float32
+            rescored = jnp.einsum("qd,qkd->qk", queries, picked, precision=lax.Precision.HIGHEST)
+            rescored = jnp.where(values == -jnp.inf, -jnp.inf, canonical(rescored))
+            keys, exact, idx = merge_running((keys[0], exact[0], idx[0]), (values, rescored, block_idx),
+                                             cfg.keep)
+        return keys[None], exact[None], idx[None], bad, sq_range
+
+    n_blocks = rows.shape[0] // cfg.block
+    return lax.fori_loop(0, n_blocks, body, (keys, exact, idx, bad, sq_range))
+
+
+@functools.lru_cache(maxsize=64)
+def scan_step(mesh: Mesh, cfg: ScanConfig):
+    """Jitted ``shard_map`` of :func:`local_scan`: state and rows sharded over ``data``."""
+    state_spec = (P("data"),) * 5
+    fn = jax.shard_map(
+        functools.partial(local_scan, cfg=cfg), mesh=mesh,
+        in_specs=(state_spec, P("data", None), P("data"), P(), P(), P(), P(), P(), P()),
+        out_specs=state_spec, check_vma=True)
+    return jax.jit(fn)
+
+
+def shard_pool(candidates, mesh: Mesh | None = None, *, groups=None,
+               block_size: int = DEFAULT_BLOCK) -> ShardedPool:
+    """Place ``candidates [N, D]`` (array, ``.npy`` path or memmap) on the devices, sharded over
+    ``data`` and zero-padded to ``n_data * per_device`` rows (``per_device`` a multiple of the
+    block). Host memory: one device shard at a time on top of the source."""
+    mesh = data_mesh(mesh)
+    source = row_source(candidates)
+    n, dim = source.shape
+    n_data = mesh.shape["data"]
+    block = device_block(n, n_data, block_size)
+    per_device = round_up(-(-n // n_data), block)
+    total = n_data * per_device
+
+    def rows_for(index):
+        sl = index[0]
+        start, stop = sl.start or 0, sl.stop if sl.stop is not None else total
+        out = np.zeros((stop - start, dim), np.float32)
+        part = read_rows(source, min(start, n), min(stop, n))
+        out[: part.shape[0]] = part
+        return out
+
+    sharding = NamedSharding(mesh, P("data", None))
+    rows = jax.make_array_from_callback((total, dim), sharding, rows_for)
+    group_array = None
+    if groups is not None:
+        padded = np.zeros(total, np.int32)
+        padded[:n] = as_int32_labels(groups, n, "candidate_groups")
+        group_array = jax.device_put(padded, NamedSharding(mesh, P("data")))
+    return ShardedPool(rows, group_array, n, mesh, block)
+
+
+def as_int32_labels(values, n: int, name: str) -> np.ndarray:
+    """``values`` as int32 ``[n]``; ValueError naming ``name`` if the shape or dtype is wrong."""
+    arr = np.asarray(values)
+    if arr.shape != (n,):
+        raise ValueError(f"{name}: expected shape ({n},), found {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{name}: expected integer labels, found dtype {arr.dtype}")
+    if arr.size and (arr.min() < np.iinfo(np.int32).min or arr.max() > INT_MAX):
+        raise ValueError(f"{name}: labels must fit in int32")
+    return arr.astype(np.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanResult:
+    """Host copies of the per-device top lists ``[n_data, Q, keep]`` and row statistics."""
+
+    keys: np.ndarray       # ranking scores (float32; bfloat16-matmul scores in bfloat16 mode)
+    exact: np.ndarray      # float32 scores (equal to keys in float32 mode)
+    indices: np.ndarray    # int32 candidate indices (meaningless where keys == -inf)
+    bad_row: int           # lowest index of a candidate row with NaN/inf, or -1
+    sq_range: tuple[float, float]  # (min, max) squared L2 norm of the scored rows
+
+
+def _initial_state(mesh: Mesh, q: int, keep: int):
+    n_data = mesh.shape["data"]
+    sharding = NamedSharding(mesh, P("data"))
+    host = (np.full((n_data, q, keep), -np.inf, np.float32), np.full((n_data, q, keep), -np.inf, np.float32),
+            np.full((n_data, q, keep), -1, np.int32), np.full(n_data, INT_MAX, np.int32),
+            np.tile(np.array([[np.inf, 0.0]], np.float32), (n_data, 1)))
+    return tuple(jax.device_put(a, sharding) for a in host)
+
+
+def _query_args(mesh: Mesh, queries, query_ids, query_groups):
+    rep = NamedSharding(mesh, P())
+    q = queries.shape[0]
+    ids = np.full(q, -1, np.int32) if query_ids is None else query_ids
+    groups = np.zeros(q, np.int32) if query_groups is None else query_groups
+    return tuple(jax.device_put(a, rep) for a in (queries, ids, groups))
+
+
+def _scalar(mesh: Mesh, value: int):
+    return jax.device_put(np.int32(value), NamedSharding(mesh, P()))
+
+
+def _finish(state) -> ScanResult:
+    keys, exact, idx, bad, sq = jax.device_get(state)
+    bad_row = int(bad.min())
+    return ScanResult(keys, exact, idx, -1 if bad_row == INT_MAX else bad_row,
+                      (float(sq[:, 0].min()), float(sq[:, 1].max())))
+
+
+def scan_pool(pool: ShardedPool, queries: np.ndarray, query_ids, query_groups, cfg: ScanConfig) -> ScanResult:
+    """One pass of ``queries [Q, D]`` over a resident pool (a single jitted call)."""
+    mesh = pool.mesh
+    step = scan_step(mesh, cfg)
+    groups = pool.groups
+    if groups is None:
+        groups = jax.device_put(np.zeros(mesh.shape["data"], np.int32), NamedSharding(mesh, P("data")))
+    state = step(_initial_state(mesh, queries.shape[0], cfg.keep), pool.rows, groups,
+                 *_query_args(mesh, queries, query_ids, query_groups),
+                 _scalar(mesh, 0), _scalar(mesh, pool.per_device), _scalar(mesh, pool.n))
+    return _finish(state)
+
+
+def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups,
+                candidate_groups: np.ndarray | None, cfg: ScanConfig, chunk_rows: int,
+                prefetch_depth: int = 2) -> ScanResult:
+    """One pass of ``queries`` over host rows (array or ``NpyRows``), ``chunk_rows`` at a time.
+
+    A background thread reads the next chunks while the devices work on the current one; at most
+    ``prefetch_depth`` chunks wait on the host and two are in flight on the devices.
+    """
+    n = source.shape[0]
+    n_data = mesh.shape["data"]
+    row_sharding = NamedSharding(mesh, P("data", None))
+    vec_sharding = NamedSharding(mesh, P("data"))
+    stride = chunk_rows // n_data
+    step = scan_step(mesh, cfg)
+    dummy_groups = jax.device_put(np.zeros(n_data, np.int32), vec_sharding)
+
+    def chunks():
+        for start in range(0, n, chunk_rows):
+            rows = read_rows(source, start, start + chunk_rows)
+            if rows.shape[0] < chunk_rows:
+                pad = np.zeros((chunk_rows - rows.shape[0], rows.shape[1]), np.float32)
+                rows = np.concatenate([rows, pad])
+            groups = None
+            if candidate_groups is not None:
+                groups = np.zeros(chunk_rows, np.int32)
+                part = candidate_groups[start:start + chunk_rows]
+                groups[: part.shape[0]] = part
+            yield start, rows, groups
+
+    query_args = _query_args(mesh, queries, query_ids, query_groups)
+    stride_arg, n_arg = _scalar(mesh, stride), _scalar(mesh, n)
+    state = _initial_state(mesh, queries.shape[0], cfg.keep)
+    in_flight = []
+    for start, rows, groups in prefetch(chunks(), prefetch_depth):
+        rows_dev = jax.device_put(rows, row_sharding)
+        groups_dev = dummy_groups if groups is None else jax.device_put(groups, vec_sharding)
+        state = step(state, rows_dev, groups_dev, *query_args, _scalar(mesh, start), stride_arg, n_arg)
+        in_flight.append(state[3])
+        if len(in_flight) > 2:
+            jax.block_until_ready(in_flight.pop(0))
+    return _finish(state)

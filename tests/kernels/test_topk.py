@@ -1,0 +1,188 @@
+"""Blocked top-k equals brute force (full matrix + stable argsort) on 1, 8 and 4x2 devices."""
+
+import jax
+import numpy as np
+import pytest
+from kernel_helpers import assert_topk_equal, dyadic, meshes, unit_rows
+
+from stylebench_jax.kernels import NonFiniteRowError, shard_pool, topk_cosine
+from stylebench_jax.kernels.blockwise import block_topk
+
+
+@pytest.mark.parametrize("n", [1, 5, 8, 9, 37])
+def test_small_pools_with_ties_and_padding(mesh, n):
+    """N < devices, N = devices, N = devices + 1; dyadic entries make exact ties everywhere."""
+    rng = np.random.default_rng(n)
+    c = dyadic(rng, (n, 6))
+    q = dyadic(rng, (4, 6))
+    with jax.transfer_guard("disallow"):
+        result = topk_cosine(q, c, 7, mesh=mesh, block_size=8, chunk_rows=16)
+    assert_topk_equal(result, q, c, 7)
+
+
+def test_k_larger_than_pool_returns_every_candidate(mesh):
+    rng = np.random.default_rng(0)
+    c, q = dyadic(rng, (11, 4)), dyadic(rng, (3, 4))
+    result = topk_cosine(q, c, 50, mesh=mesh, block_size=8)
+    assert result.indices.shape == (3, 11)
+    assert_topk_equal(result, q, c, 50)
+
+
+def test_duplicates_rank_lower_index_first(mesh):
+    rng = np.random.default_rng(1)
+    base = unit_rows(rng, (5, 16))
+    c = base[rng.integers(0, 5, 200)]  # 200 rows, only 5 distinct: long runs of exact ties
+    q = np.concatenate([base[:3], unit_rows(rng, (2, 16))])
+    result = topk_cosine(q, c, 60, mesh=mesh, block_size=16, chunk_rows=64)
+    assert_topk_equal(result, q, c, 60, exact=False, tol=1e-6)
+    s = q @ c.T
+    for row in range(q.shape[0]):
+        got = result.indices[row]
+        ref = np.argsort(-s[row], kind="stable")[:60]
+        np.testing.assert_array_equal(got, ref)  # duplicates give bitwise-equal scores
+
+
+@pytest.mark.parametrize("q_rows", [1, 13])
+def test_random_unit_vectors_many_blocks(mesh, q_rows):
+    rng = np.random.default_rng(q_rows)
+    c, q = unit_rows(rng, (1000, 24)), unit_rows(rng, (q_rows, 24))
+    result = topk_cosine(q, c, 10, mesh=mesh, block_size=32, chunk_rows=256)
+    assert_topk_equal(result, q, c, 10, exact=False)
+
+
+def test_same_answer_for_every_layout():
+    """Mesh, block size, chunking, resident pool, .npy path and memmap: identical bits."""
+    rng = np.random.default_rng(2)
+    c, q = dyadic(rng, (301, 8), levels=3), dyadic(rng, (9, 8), levels=3)
+    first = None
+    for name, mesh in meshes().items():
+        for block, chunk in [(8, 8), (16, 1000), (512, 512)]:
+            got = topk_cosine(q, c, 12, mesh=mesh, block_size=block, chunk_rows=chunk)
+            pool = topk_cosine(q, shard_pool(c, mesh, block_size=block), 12)
+            np.testing.assert_array_equal(pool.indices, got.indices)
+            if first is None:
+                first = got
+            np.testing.assert_array_equal(got.indices, first.indices, err_msg=f"{name} {block} {chunk}")
+            np.testing.assert_array_equal(got.scores, first.scores)
+    assert_topk_equal(first, q, c, 12)
+
+
+def test_npy_path_and_memmap(tmp_path, mesh):
+    rng = np.random.default_rng(3)
+    c, q = dyadic(rng, (123, 8)), dyadic(rng, (5, 8))
+    path = tmp_path / "pool.npy"
+    np.save(path, c)
+    with jax.transfer_guard("disallow"):
+        from_path = topk_cosine(q, path, 9, mesh=mesh, block_size=8, chunk_rows=40)
+        from_mmap = topk_cosine(q, np.load(path, mmap_mode="r"), 9, mesh=mesh, block_size=8, chunk_rows=40)
+    assert_topk_equal(from_path, q, c, 9)
+    np.testing.assert_array_equal(from_mmap.indices, from_path.indices)
+
+
+def test_float64_npy_is_read_as_float32(tmp_path):
+    rng = np.random.default_rng(4)
+    c, q = dyadic(rng, (30, 4)).astype(np.float64), dyadic(rng, (2, 4))
+    np.save(tmp_path / "pool.npy", c)
+    assert_topk_equal(topk_cosine(q, tmp_path / "pool.npy", 5, block_size=8), q, c, 5)
+
+
+def test_exclude_self_and_query_ids(mesh):
+    rng = np.random.default_rng(5)
+    c = dyadic(rng, (40, 6))
+    q = c[:10]
+    excluded = np.zeros((10, 40), bool)
+    excluded[np.arange(10), np.arange(10)] = True
+    with jax.transfer_guard("disallow"):
+        result = topk_cosine(q, c, 8, mesh=mesh, block_size=8, exclude_self=True)
+    assert_topk_equal(result, q, c, 8, excluded)
+    assert not (result.indices == np.arange(10)[:, None]).any()
+    ids = np.array([3, -1, 39, 0, 5, 5, -1, 12, 1, 2])
+    excluded = np.zeros((10, 40), bool)
+    excluded[np.flatnonzero(ids >= 0), ids[ids >= 0]] = True
+    result = topk_cosine(q, c, 8, mesh=mesh, block_size=8, query_ids=ids)
+    assert_topk_equal(result, q, c, 8, excluded)
+
+
+def test_group_exclusion_and_exhausted_queries(mesh):
+    rng = np.random.default_rng(6)
+    c = dyadic(rng, (50, 6))
+    cg = rng.integers(0, 4, 50)
+    cg[:45] = np.where(cg[:45] == 3, 0, cg[:45])  # group 3 only among the last rows
+    q, qg = dyadic(rng, (6, 6)), np.array([0, 1, 2, 3, 0, 9])
+    excluded = qg[:, None] == cg[None, :]
+    with jax.transfer_guard("disallow"):
+        result = topk_cosine(q, c, 48, mesh=mesh, block_size=8, query_groups=qg, candidate_groups=cg)
+    assert_topk_equal(result, q, c, 48, excluded)  # rows with < 48 admissible end in -1 / -inf
+    assert (result.indices[0] == -1).any() and (result.scores[result.indices == -1] == -np.inf).all()
+    pool = shard_pool(c, mesh, groups=cg, block_size=8)
+    np.testing.assert_array_equal(topk_cosine(q, pool, 48, query_groups=qg).indices, result.indices)
+
+
+def test_bfloat16_is_exact_on_representable_inputs(mesh):
+    rng = np.random.default_rng(7)
+    c, q = dyadic(rng, (200, 8)), dyadic(rng, (7, 8))
+    result = topk_cosine(q, c, 10, mesh=mesh, block_size=16, precision="bfloat16")
+    assert_topk_equal(result, q, c, 10)
+
+
+@pytest.mark.parametrize("shortlist", [None, 10])
+def test_bfloat16_certificate_and_float32_recheck(mesh, shortlist):
+    """Unit vectors in D=256 have top scores closer together than the bfloat16 margin, so a
+    shortlist of exactly k cannot be certified and those queries are searched again in float32."""
+    rng = np.random.default_rng(8)
+    c, q = unit_rows(rng, (1500, 256)), unit_rows(rng, (12, 256))
+    result = topk_cosine(q, c, 10, mesh=mesh, block_size=64, chunk_rows=512, precision="bfloat16",
+                         shortlist=shortlist)
+    exact = topk_cosine(q, c, 10, mesh=mesh, block_size=64, chunk_rows=512)
+    assert_topk_equal(result, q, c, 10, exact=False)
+    np.testing.assert_array_equal(result.indices, exact.indices)
+    if shortlist == 10:
+        assert result.n_recomputed > 0
+
+
+def test_normalize_gives_cosine(mesh):
+    rng = np.random.default_rng(9)
+    c = unit_rows(rng, (60, 8)) * rng.uniform(0.5, 3.0, (60, 1)).astype(np.float32)
+    q = unit_rows(rng, (3, 8)) * 7.0
+    result = topk_cosine(q, c, 5, mesh=mesh, block_size=8, normalize=True)
+    cn = c / np.linalg.norm(c, axis=1, keepdims=True)
+    assert_topk_equal(result, q / 7.0, cn, 5, exact=False)
+    np.testing.assert_allclose(result.norm_range, (1.0, 1.0), atol=1e-6)
+
+
+def test_non_finite_rows_are_reported(mesh):
+    rng = np.random.default_rng(10)
+    c = dyadic(rng, (30, 4))
+    c[17, 2] = np.nan
+    c[23, 0] = np.inf
+    with pytest.raises(NonFiniteRowError) as info:
+        topk_cosine(dyadic(rng, (2, 4)), c, 3, mesh=mesh, block_size=8)
+    assert info.value.row == 17
+    with pytest.raises(ValueError, match="queries: row 1"):
+        topk_cosine(np.array([[0, 0, 0, 1], [np.nan, 0, 0, 0]], np.float32), c[:10], 3)
+
+
+def test_bad_arguments_raise():
+    c = np.ones((4, 3), np.float32)
+    with pytest.raises(ValueError, match="dimension"):
+        topk_cosine(np.ones((1, 2), np.float32), c, 1)
+    with pytest.raises(ValueError, match="2-D"):
+        topk_cosine(np.ones(3, np.float32), c, 1)
+    with pytest.raises(ValueError, match="together"):
+        topk_cosine(c, c, 1, query_groups=np.zeros(4, int))
+    with pytest.raises(ValueError, match="k:"):
+        topk_cosine(c, c, 0)
+    with pytest.raises(ValueError, match="precision"):
+        topk_cosine(c, c, 1, precision="float16")
+
+
+@pytest.mark.parametrize("group_size", [1, 8, 16])
+def test_block_topk_matches_stable_argsort(group_size):
+    rng = np.random.default_rng(11)
+    s = rng.integers(-3, 4, (6, 128)).astype(np.float32)
+    s[0] = -np.inf
+    s[1, ::3] = -np.inf
+    values, pos = jax.jit(block_topk, static_argnums=(1, 2))(s, 5, group_size)
+    ref = np.argsort(-s, axis=1, kind="stable")[:, :5]
+    np.testing.assert_array_equal(np.asarray(pos), ref)
+    np.testing.assert_array_equal(np.asarray(values), np.take_along_axis(s, ref, 1))
