@@ -13,6 +13,7 @@ import sys
 
 from stylebench_jax import __version__
 from stylebench_jax.errors import UserInputError
+from stylebench_jax.parallel.distributed import maybe_initialize
 
 COMMANDS = ("embed", "cache", "search", "eval")
 
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        maybe_initialize()
         return int(args.func(args) or 0)
     except UserInputError as error:
         print(f"stylebench {args.command}: error: {error}", file=sys.stderr)
