@@ -10,11 +10,21 @@ from scipy.spatial import distance
 from sklearn.feature_extraction.text import CountVectorizer
 
 from stylebench_jax.data.stel import load_stel
-from stylebench_jax.encoders.base import PairSimilarity
+from stylebench_jax.encoders.base import Embedder, PairSimilarity
 from stylebench_jax.encoders.baselines import BASELINES
+from stylebench_jax.encoders.baselines.background import load_background, paragraphs
+from stylebench_jax.encoders.baselines.function_words import (
+    FunctionWordEmbedder,
+    load_function_words,
+    normalize_entries,
+)
 from stylebench_jax.encoders.baselines.stel_surface import levenshtein_distance, stel_cosine
+from stylebench_jax.encoders.baselines.stylometric import STYLOMETRIC_NAMES, StylometricEmbedder
+from stylebench_jax.encoders.baselines.tfidf import TfidfNgramEmbedder
+from stylebench_jax.errors import UserInputError
 from stylebench_jax.tasks.base import TextScorer
 from stylebench_jax.tasks.order_alignment import alignment_credits, stel_quadruple
+from stylebench_jax.text.features import linguistic_features
 
 SURFACE = ("char3gram", "punctuation", "word_length", "uppercase", "levenshtein")
 
@@ -128,3 +138,94 @@ def brute_levenshtein(a, b):
 @given(st.text(alphabet="abcé ", max_size=15), st.text(alphabet="abcé ", max_size=15))
 def test_levenshtein_matches_textbook_dynamic_programme(a, b):
     assert levenshtein_distance(a, b) == brute_levenshtein(a, b) == levenshtein_distance(b, a)
+
+
+# ------------------------------------------------------------------------------------ vector embedders
+
+def test_function_word_list_and_frequencies_by_hand():
+    entries = load_function_words()
+    assert len(entries) == 390 + 69 and entries[0] == "can" and entries[-1] == "tons of"
+    assert normalize_entries(["I", "i", "i.e.", "and/or", "tho'", "a  little"]) == [
+        "i", "i e", "and or", "tho", "a little"]
+    embedder = FunctionWordEmbedder()
+    assert isinstance(embedder, Embedder) and embedder.dim == 455
+    text = "I think, i.e. in a little while, a lot of us will go."
+    # tokens: i think i e in a little while a lot of us will go -> 14
+    row = dict(zip(embedder.entries, embedder.embed([text, ""])[0]))
+    assert row["i"] == pytest.approx(2 / 14)  # "I" and the "i" of "i.e."
+    assert row["i e"] == pytest.approx(1 / 14)
+    assert row["a"] == pytest.approx(2 / 14) and row["a little"] == pytest.approx(1 / 14)
+    assert row["lot"] == pytest.approx(1 / 14) and row["will"] == pytest.approx(1 / 14)
+    assert row["the"] == 0.0
+    out = embedder.embed([text, ""])
+    assert out.dtype == np.float32 and out.shape == (2, 455) and not out[1].any()
+    small = FunctionWordEmbedder(["of", "out of"])
+    np.testing.assert_allclose(small.embed(["out of time, out of mind"]), [[2 / 6, 2 / 6]])
+    assert small.identity != embedder.identity
+
+
+def test_background_corpus_is_deterministic_and_validated(data_root, tmp_path):
+    first = load_background(data_root, per_source=20, seed=0)
+    assert first == load_background(data_root, per_source=20, seed=0)
+    assert len(first.texts) == 120 and sorted(set(first.sources)) == [
+        "cds", "fiction", "news", "pastel", "politeness", "web"]
+    assert all(3 <= len(text.split()) <= 150 for text in first.texts)
+    assert load_background(data_root, per_source=20, seed=1).digest != first.digest
+    assert paragraphs("One two three.\n\n  Four   five\nsix seven.\n\nToo short") == [
+        "One two three.", "Four five six seven."]
+    with pytest.raises(UserInputError, match=r"cds_samples\.tsv: background corpus source not found"):
+        load_background(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def small_tfidf(data_root):
+    return TfidfNgramEmbedder(data_root, dim=16, per_source=40, seed=0).fit()
+
+
+def test_tfidf_embedder_is_deterministic_and_batch_independent(data_root, small_tfidf):
+    texts = ["Hey!!! wanna grab lunch lol", "The committee shall convene at noon.", ""]
+    out = small_tfidf.embed(texts)
+    assert out.shape == (3, 16) and out.dtype == np.float32 and small_tfidf.dim == 16
+    assert not out[2].any()  # no n-grams at all
+    np.testing.assert_allclose(small_tfidf.embed(texts[1:2])[0], out[1], rtol=1e-5, atol=1e-6)
+    again = TfidfNgramEmbedder(data_root, dim=16, per_source=40, seed=0)
+    assert again.identity == small_tfidf.identity
+    np.testing.assert_allclose(again.embed(texts), out, rtol=1e-5, atol=1e-6)
+    other = TfidfNgramEmbedder(data_root, dim=16, per_source=40, seed=1)
+    assert other.identity != small_tfidf.identity and "background=" in other.identity
+    # an informal text is closer to another informal one than to a formal one
+    scorer = TextScorer(small_tfidf)
+    sims = scorer.similarity(["lol omg wanna go??", "lol omg wanna go??"],
+                             ["haha lol u wanna come??", "The board approved the annual budget."])
+    assert sims[0] > sims[1]
+    with pytest.raises(ValueError, match="dim"):
+        TfidfNgramEmbedder(data_root, dim=0, per_source=40)
+
+
+def test_stylometric_features_by_hand_and_standardised_on_background(data_root):
+    embedder = StylometricEmbedder(data_root, per_source=40).fit()
+    assert embedder.dim == len(STYLOMETRIC_NAMES) == 67
+    text = "The cats sat on the mat. They weren't happy!"
+    counts, names = linguistic_features([text])
+    raw = dict(zip(STYLOMETRIC_NAMES, embedder.embed([text])[0] * embedder.std + embedder.mean))
+    c = dict(zip(names, counts[0]))
+    assert raw["a_word_ps"] == pytest.approx(c["t_word"] / c["t_sent"], rel=1e-5)  # 10 words / 2 sentences
+    assert raw["a_char_pw"] == pytest.approx(c["t_char"] / c["t_word"], rel=1e-5)
+    assert raw["a_det_pw"] == pytest.approx(c["n_det"] / c["t_word"], rel=1e-5)
+    assert raw["log1p_t_word"] == pytest.approx(np.log1p(10), rel=1e-5)
+    background = embedder.embed(list(load_background(data_root, per_source=40).texts))
+    varying = embedder.std != 1.0
+    np.testing.assert_allclose(background.mean(axis=0), 0.0, atol=1e-4)
+    np.testing.assert_allclose(background.std(axis=0)[varying], 1.0, atol=1e-3)
+    empty = embedder.embed([""])[0]
+    np.testing.assert_allclose(empty, (-embedder.mean / embedder.std).astype(np.float32), rtol=1e-6)
+
+
+def test_registry_factories(data_root):
+    assert set(BASELINES) == {*SURFACE, "function_words", "tfidf", "stylometric"}
+    assert isinstance(BASELINES["function_words"](data_root=None, unused=1), Embedder)
+    for name in ("tfidf", "stylometric"):
+        with pytest.raises(UserInputError, match="--data-root"):
+            BASELINES[name]()
+    built = BASELINES["tfidf"](data_root=data_root, dim=8)
+    assert isinstance(built, Embedder) and built.dim == 8 and built.name == "baseline:tfidf"
