@@ -46,6 +46,8 @@ from stylebench_jax.tasks.base import Score, TextScorer
 
 MAX_ASSIGNMENTS = 5040
 DEFAULT_RESAMPLES = 1000
+# Cap on ordered group pairs per ordered-list unit (all pairs grow quadratically: 400 groups give 159,600).
+MAX_LIST_INSTANCES = 10_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,10 +105,36 @@ def _assignments(k: int, m: int) -> np.ndarray:
     return np.array(list(itertools.permutations(range(m), k)), dtype=np.int64).reshape(-1, k)
 
 
+def _pair_similarities(scorer: TextScorer, left: list[str], right: list[str],
+                       chunk: int = 65536) -> np.ndarray:
+    """``[P]`` float64 ``s(left[p], right[p])``, each distinct ordered pair scored once.
+
+    For an embedder the distinct texts are embedded once (``scorer.embed``, unit rows) and cosines
+    are taken in chunks of ``chunk`` pairs, so memory stays ``O(chunk * D)`` however many instances
+    reuse the same texts.
+    """
+    if scorer.has_vectors:
+        unique = list(dict.fromkeys(left + right))
+        index = {text: i for i, text in enumerate(unique)}
+        vectors = scorer.embed(unique).astype(np.float64)
+        ia = np.fromiter((index[t] for t in left), dtype=np.int64, count=len(left))
+        ib = np.fromiter((index[t] for t in right), dtype=np.int64, count=len(right))
+        out = np.empty(len(left), dtype=np.float64)
+        for start in range(0, len(left), chunk):
+            stop = start + chunk
+            out[start:stop] = np.einsum("nd,nd->n", vectors[ia[start:stop]], vectors[ib[start:stop]])
+        return out
+    pairs = list(dict.fromkeys(zip(left, right)))
+    position = {pair: i for i, pair in enumerate(pairs)}
+    values = np.asarray(scorer.similarity([a for a, _ in pairs], [b for _, b in pairs]), dtype=np.float64)
+    return values[np.fromiter((position[pair] for pair in zip(left, right)), dtype=np.int64,
+                              count=len(left))]
+
+
 def alignment_credits(scorer: TextScorer, instances: Sequence[AlignmentInstance], *,
                       norm: str = "l2") -> np.ndarray:
-    """``[N]`` float64 credit per instance. All ``K x M`` similarities go to the scorer in one batch
-    (an embedder embeds each distinct text once); instances are grouped by shape ``(K, M)``."""
+    """``[N]`` float64 credit per instance. All ``K x M`` similarities are computed in one batch (each
+    distinct text embedded once, each distinct pair scored once); instances are grouped by ``(K, M)``."""
     credits = np.empty(len(instances), dtype=np.float64)
     if not instances:
         return credits
@@ -116,7 +144,7 @@ def alignment_credits(scorer: TextScorer, instances: Sequence[AlignmentInstance]
         for text in instance.reference:
             left.extend([text] * len(instance.candidates))
             right.extend(instance.candidates)
-    sims = np.asarray(scorer.similarity(left, right), dtype=np.float64)
+    sims = _pair_similarities(scorer, left, right)
     offsets = np.cumsum([0] + [len(x.reference) * len(x.candidates) for x in instances])
     shapes: dict[tuple[int, int], list[int]] = {}
     for index, instance in enumerate(instances):
@@ -212,18 +240,20 @@ def evaluate_stel(scorer: TextScorer, instances: Sequence[StelInstance], *, seed
     (STEL-or-Content) and ``triple_accuracy``, each with a seeded 95% bootstrap interval."""
     builders = (("accuracy", stel_quadruple), ("distractor_accuracy", stel_or_content),
                 ("triple_accuracy", stel_triple))
-    return [mean_with_ci(alignment_credits(scorer, [build(x) for x in instances]), metric, seed=seed,
-                         n_resamples=n_resamples)
-            for metric, build in builders]
+    built = [build(x) for _, build in builders for x in instances]
+    credits = alignment_credits(scorer, built).reshape(len(builders), len(instances))
+    return [mean_with_ci(row, metric, seed=seed, n_resamples=n_resamples)
+            for (metric, _), row in zip(builders, credits)]
 
 
 def evaluate_ordered_lists(scorer: TextScorer, groups: Sequence[Sequence[str]], *,
-                           max_instances: int | None = None, seed: int = 0, norm: str = "l2",
+                           max_instances: int | None = MAX_LIST_INSTANCES, seed: int = 0, norm: str = "l2",
                            n_resamples: int = DEFAULT_RESAMPLES) -> list[Score]:
     """STEB order alignment on groups of same-content texts, each listed in the same order of styles.
 
-    Every ordered pair of distinct groups (or a seeded sample of ``max_instances``) is one instance:
-    align the shuffled second group to the first. Returns ``accuracy`` (exact assignment) and
+    Every ordered pair of distinct groups is one instance (STEB pairs each group with every other):
+    align the shuffled second group to the first. With more than ``max_instances`` pairs (default
+    10,000; ``None`` = all) a seeded sample of them is used. Returns ``accuracy`` (exact assignment) and
     ``distractor_accuracy`` (mean of STEB's two distractor variants per instance); the bootstrap
     resamples instances. Groups need at least 2 texts.
     """
@@ -235,7 +265,8 @@ def evaluate_ordered_lists(scorer: TextScorer, groups: Sequence[Sequence[str]], 
     for i, j in pairs:
         plain.append(list_instance(groups[i], groups[j], rng))
         distractor.extend(distractor_instances(groups[i], groups[j], rng))
-    accuracy = alignment_credits(scorer, plain, norm=norm)
-    variants = alignment_credits(scorer, distractor, norm=norm).reshape(-1, 2).mean(axis=1)
+    credits = alignment_credits(scorer, plain + distractor, norm=norm)
+    accuracy = credits[:len(plain)]
+    variants = credits[len(plain):].reshape(-1, 2).mean(axis=1)
     return [mean_with_ci(accuracy, "accuracy", seed=seed, n_resamples=n_resamples),
             mean_with_ci(variants, "distractor_accuracy", seed=seed, n_resamples=n_resamples)]

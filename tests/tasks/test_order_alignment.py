@@ -185,3 +185,45 @@ def test_instance_validation():
         AlignmentInstance(("a", "b"), ("c",), (0, 0))
     with pytest.raises(ValueError):
         AlignmentInstance(("a",), ("c", "d"), (2,))
+
+
+class CountingSimilarity(TableSimilarity):
+    def __init__(self, table):
+        super().__init__(table)
+        self.requested = []
+
+    def similarity(self, a, b):
+        self.requested.extend(zip(a, b))
+        return super().similarity(a, b)
+
+
+def test_each_distinct_pair_is_scored_once_and_embedder_path_matches_pairwise():
+    groups = [(f"g{i}_lo", f"g{i}_hi") for i in range(4)]
+    texts = [t for g in groups for t in g]
+    table = {(a, b): 1.0 / (1 + abs(hash(a + b)) % 7) for a in texts for b in texts}
+    counting = CountingSimilarity(table)
+    evaluate_ordered_lists(TextScorer(counting), groups, n_resamples=20)
+    assert len(counting.requested) == len(set(counting.requested))
+    # the embedder fast path gives the same numbers as TextScorer.similarity
+    rng = np.random.default_rng(0)
+    embedder = ToyEmbedder({t: rng.normal(size=5) for t in texts})
+    scorer = TextScorer(embedder)
+    instances = [list_instance(groups[0], groups[1], rng), *distractor_instances(groups[2], groups[3], rng)]
+    left = [r for x in instances for r in x.reference for _ in x.candidates]
+    right = [c for x in instances for _ in x.reference for c in x.candidates]
+    from stylebench_jax.tasks.order_alignment import _pair_similarities
+
+    fast = _pair_similarities(scorer, left, right, chunk=3)
+    np.testing.assert_allclose(fast, scorer.similarity(left, right), rtol=1e-12)
+
+
+def test_ordered_lists_are_capped_by_a_seeded_sample():
+    groups = [(f"g{i}_lo", f"g{i}_hi") for i in range(6)]  # 30 ordered pairs
+    texts = [t for g in groups for t in g]
+    style = {(a, b): float(a.split("_")[1] == b.split("_")[1]) for a in texts for b in texts}
+    scorer = TextScorer(TableSimilarity(style))
+    assert evaluate_ordered_lists(scorer, groups, n_resamples=20)[0].n == 30
+    capped = evaluate_ordered_lists(scorer, groups, max_instances=7, n_resamples=20)
+    assert capped[0].n == capped[1].n == 7
+    with pytest.raises(ValueError, match="same number"):
+        evaluate_ordered_lists(scorer, [("a", "b"), ("c", "d", "e")])

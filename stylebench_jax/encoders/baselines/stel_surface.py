@@ -71,22 +71,36 @@ def _counter_cosine(a: Counter, b: Counter) -> float:
 def levenshtein_distance(a: str, b: str) -> int:
     """Character edit distance (unit-cost insertions, deletions, substitutions; no transpositions).
 
-    Row-by-row dynamic programme, each row vectorised: after substitutions and deletions, insertions
-    along the row are a running minimum, ``D[i, j] = j + min_{k <= j}(T[k] - k)``. O(len(a) * len(b)) time.
+    Bit-parallel dynamic programme (Myers 1999, in Hyyro's 2001 formulation for the global distance):
+    one column of the DP table is held as vertical +1/-1 delta bit masks in Python integers, one
+    bit per character of the shorter string, and each character of the longer string updates the
+    whole column with a dozen integer operations. O(len(a) * len(b) / word size) time.
     """
     if len(a) < len(b):
         a, b = b, a
     if not b:
         return len(a)
-    codes_b = np.fromiter(map(ord, b), dtype=np.int64, count=len(b))
-    offsets = np.arange(len(b) + 1, dtype=np.int64)
-    previous = offsets.copy()
-    for i, char in enumerate(a, start=1):
-        temp = np.empty_like(previous)
-        temp[0] = i
-        np.minimum(previous[:-1] + (codes_b != ord(char)), previous[1:] + 1, out=temp[1:])
-        previous = offsets + np.minimum.accumulate(temp - offsets)
-    return int(previous[-1])
+    match: dict[str, int] = {}
+    for position, char in enumerate(b):
+        match[char] = match.get(char, 0) | (1 << position)
+    mask = (1 << len(b)) - 1
+    last = 1 << (len(b) - 1)
+    plus, minus, distance = mask, 0, len(b)
+    for char in a:
+        eq = match.get(char, 0)
+        xv = eq | minus
+        xh = (((eq & plus) + plus) ^ plus) | eq
+        h_plus = minus | (~(xh | plus) & mask)
+        h_minus = plus & xh
+        if h_plus & last:
+            distance += 1
+        elif h_minus & last:
+            distance -= 1
+        h_plus = ((h_plus << 1) | 1) & mask  # row 0 of the table is 0, 1, 2, ...: a +1 shifts in
+        h_minus = (h_minus << 1) & mask
+        plus = h_minus | (~(xv | h_plus) & mask)
+        minus = h_plus & xv
+    return distance
 
 
 class _SurfaceSimilarity:
