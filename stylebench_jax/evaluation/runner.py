@@ -65,7 +65,8 @@ class EvalSettings:
 class CellTiming:
     key: CellKey
     status: str  # "computed" | "reused" | "not_applicable"
-    seconds: float
+    seconds: float  # wall time of the cell, embedding included
+    embed_seconds: float = 0.0  # of which spent obtaining vectors (cache lookups + encoder)
 
 
 @dataclasses.dataclass
@@ -94,6 +95,7 @@ class _RecentEmbeddings:
         self._embed_fn = embed_fn
         self._capacity = capacity
         self._recent: collections.OrderedDict[tuple[int, str], np.ndarray] = collections.OrderedDict()
+        self.seconds = 0.0  # total time spent in ``embed_fn``
 
     def __call__(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
         digest = hashlib.sha256()
@@ -104,7 +106,9 @@ class _RecentEmbeddings:
         if key in self._recent:
             self._recent.move_to_end(key)
             return self._recent[key]
+        start = time.perf_counter()
         vectors = np.asarray(self._embed_fn(embedder, texts))
+        self.seconds += time.perf_counter() - start
         self._recent[key] = vectors
         while len(self._recent) > self._capacity:
             self._recent.popitem(last=False)
@@ -147,12 +151,12 @@ def run_cells(models: Sequence[ModelEntry], units: Sequence[Any], cells_dir: Pat
                     results.append(stored)
                     timings.append(CellTiming(key, "reused", 0.0))
                 else:
-                    scorer = scorers[entry.label]
+                    scorer, embed_before = scorers[entry.label], memo.seconds
                     result = _compute_cell(key, fingerprint, scorer, unit, settings, task_runner)
                     write_cell(cells_dir, result)
                     results.append(result)
                     status = "computed" if result.status == STATUS_OK else "not_applicable"
-                    timings.append(CellTiming(key, status, result.seconds))
+                    timings.append(CellTiming(key, status, result.seconds, memo.seconds - embed_before))
                 bar.update(1)
     order = sorted(range(len(results)), key=lambda i: results[i].key)
     return CellsOutcome([results[i] for i in order], [timings[i] for i in order])

@@ -179,9 +179,11 @@ def test_not_applicable_from_task_keeps_message(tmp_path):
 def test_same_texts_are_embedded_once_per_model(tmp_path):
     embedder = CharHistogram()
     units = [Unit("toy", subset, "needs_vectors", UNITS[0].payload) for subset in ("a", "b")]
-    run_cells([ModelEntry("chars", embedder)], units, tmp_path, task_runner=CountingTasks(),
-              settings=EvalSettings(progress=False))
+    outcome = run_cells([ModelEntry("chars", embedder)], units, tmp_path, task_runner=CountingTasks(),
+                        settings=EvalSettings(progress=False))
     assert embedder.calls == 1
+    first, second = outcome.timings
+    assert first.embed_seconds > 0 and second.embed_seconds == 0.0  # second cell hit the recent-vectors memo
 
 
 def test_payload_digest_tracks_content():

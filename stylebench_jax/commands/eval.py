@@ -1,0 +1,110 @@
+"""`stylebench eval`: run embedders through a suite's style tasks; write results, scores and a report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from stylebench_jax.commands.common import (
+    add_cache_arguments,
+    add_data_root_argument,
+    add_mesh_argument,
+    default_data_root,
+)
+from stylebench_jax.errors import UserInputError
+
+DESCRIPTION = """\
+Evaluate one or more embedders on a suite of style datasets (STEB's five task types and STEL).
+
+For every model x dataset x subset x task the primary metric and its secondary metrics are
+computed with 95% bootstrap confidence intervals (instances resampled, seeded by --seed). Each
+such cell is stored on its own under DIR/cells/ as soon as it finishes, so an interrupted run
+continues where it stopped (resume): re-running skips cells already computed (same model
+identity, data, seed and --n-boot) unless --force is given.
+
+Outputs in DIR:
+  results.jsonl   one line per model x dataset x subset x task x metric:
+                  {"model","dataset","subset","task","metric","primary","value","ci_low","ci_high","n"}
+                  in a canonical order; the same command twice gives the same bytes
+  skipped.jsonl   model x task combinations that cannot run (e.g. a similarity-only baseline
+                  on clustering), with the reason
+  scores.json     STEB operational score (needs >= 3 models) and definitional grouping
+  leaderboard.md  per task: models x datasets, primary metric [95% CI]; aggregate scores
+  report.html     the same with plots, one self-contained file
+  run_info.json   timings, cache hits, versions, the command line (not part of results)
+
+Models: 'minilm', a local model directory, or 'baseline:<name>' (e.g. baseline:char3gram,
+baseline:punctuation, baseline:word_length, baseline:uppercase, baseline:levenshtein,
+baseline:function_words, baseline:tfidf, baseline:stylometric).
+"""
+
+EPILOG = """\
+examples:
+  stylebench eval --suite stel --output runs/stel \\
+      --models baseline:char3gram,baseline:punctuation,baseline:word_length,\
+baseline:uppercase,baseline:levenshtein
+  stylebench eval --suite quick --models minilm,baseline:char3gram,baseline:tfidf --output runs/quick
+  stylebench eval --suite full --models ./my-model --datasets stel,cds --output runs/mine --force
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "eval", help="evaluate embedders on a style benchmark suite", description=DESCRIPTION,
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", required=True, metavar="A,B,...",
+                        help="comma-separated model names (see above)")
+    parser.add_argument("--suite", required=True, metavar="NAME|PATH",
+                        help="suite name (stel, quick, full) or a suite YAML file")
+    parser.add_argument("--output", required=True, metavar="DIR", help="output directory (created)")
+    add_data_root_argument(parser)
+    parser.add_argument("--datasets", default=None, metavar="A,B,...",
+                        help="run only these datasets of the suite")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="one seed for sampling, clustering, probes and bootstrap (default 0)")
+    parser.add_argument("--n-boot", type=int, default=1000, metavar="N",
+                        help="bootstrap replicates for the confidence intervals (default 1000)")
+    parser.add_argument("--force", action="store_true", help="recompute cells already in DIR")
+    parser.add_argument("--batch-size", type=int, default=None, metavar="N",
+                        help="texts per encoder forward pass (neural models; default: the model's)")
+    add_mesh_argument(parser)
+    add_cache_arguments(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.set_defaults(func=run)
+
+
+def split_names(text: str, flag: str) -> list[str]:
+    """``"a, b,c"`` -> ``["a", "b", "c"]``; empty entries and duplicates are errors."""
+    names = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not name for name in names):
+        raise UserInputError(f"{flag}: expected a comma-separated list of names, got {text!r}")
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise UserInputError(f"{flag}: {', '.join(duplicates)} given more than once")
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    from stylebench_jax.evaluation.pipeline import EvalRequest, run_evaluation
+
+    if args.n_boot < 1:
+        raise UserInputError(f"--n-boot: expected a positive number of replicates, got {args.n_boot}")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise UserInputError(f"--batch-size: expected a positive number, got {args.batch_size}")
+    data_root = Path(args.data_root) if args.data_root else default_data_root()
+    if data_root is None:
+        raise UserInputError("no data root: pass --data-root DIR or set $STYLEBENCH_DATA "
+                             "(default ../shared/data was not found)")
+    if not data_root.is_dir():
+        raise UserInputError(f"--data-root {data_root}: not a directory")
+    request = EvalRequest(
+        models=split_names(args.models, "--models"), suite=args.suite, output_dir=Path(args.output),
+        data_root=data_root, seed=args.seed, n_boot=args.n_boot, force=args.force,
+        datasets=split_names(args.datasets, "--datasets") if args.datasets else None,
+        mesh=args.mesh, batch_size=args.batch_size,
+        cache_dir=Path(args.cache_dir) if args.cache_dir else None, use_cache=not args.no_cache,
+        progress=not args.quiet,
+        options={k: v for k, v in sorted(vars(args).items()) if k not in ("func", "command")})
+    outcome = run_evaluation(request)
+    print(outcome.summary())
+    return 0

@@ -1,0 +1,194 @@
+"""``stylebench eval`` end to end: resolve models, load the suite's units, run cells, write files.
+
+Order of work (every user error is raised before any long computation):
+1. check the request, load the suite, check ``--datasets`` and the data root;
+2. resolve every model (unknown names fail here) and load every dataset's units (a malformed
+   data file fails here, with file/line/column);
+3. run the cells (``evaluation.runner``), through the embedding cache;
+4. write ``results.jsonl`` / ``skipped.jsonl``, ``scores.json``, ``leaderboard.md``,
+   ``report.html`` and ``run_info.json`` (all atomically).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from stylebench_jax import __version__
+from stylebench_jax.errors import UserInputError
+from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables
+from stylebench_jax.evaluation.dispatch import TaskDispatcher
+from stylebench_jax.evaluation.results import result_rows, skipped_rows, write_result_files
+from stylebench_jax.evaluation.runner import CellsOutcome, EvalSettings, ModelEntry, run_cells
+from stylebench_jax.fileio import write_text_atomic
+from stylebench_jax.report import write_report
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalRequest:
+    """Everything ``stylebench eval`` was asked to do (CLI flags, already parsed)."""
+
+    models: Sequence[str]
+    suite: str
+    output_dir: Path
+    data_root: Path
+    seed: int = 0
+    n_boot: int = 1000
+    force: bool = False
+    datasets: Sequence[str] | None = None
+    mesh: str | None = None
+    batch_size: int | None = None
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    progress: bool = True
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class EvalOutcome:
+    output_dir: Path
+    suite: str
+    outcome: CellsOutcome
+    scores: dict[str, Any]
+    files: dict[str, Path]
+    wall_seconds: float
+
+    def summary(self) -> str:
+        computed, reused = len(self.outcome.computed), len(self.outcome.reused)
+        skipped = sum(1 for c in self.outcome.cells if c.status != "ok")
+        lines = [f"suite {self.suite}: {len(self.outcome.cells)} cells ({computed} computed, "
+                 f"{reused} reused, {skipped} not applicable) in {self.wall_seconds:.1f} s"]
+        lines += [f"  {name:<15} {path}" for name, path in self.files.items()]
+        return "\n".join(lines)
+
+
+def _check_request(request: EvalRequest) -> None:
+    if not request.models:
+        raise UserInputError("--models: expected at least one model")
+    if not Path(request.data_root).is_dir():
+        raise UserInputError(f"data root {request.data_root}: not a directory (pass --data-root or set "
+                             "$STYLEBENCH_DATA)")
+    if request.output_dir.exists() and not request.output_dir.is_dir():
+        raise UserInputError(f"--output {request.output_dir}: exists and is not a directory")
+    try:
+        import matplotlib  # noqa: F401  (report.html needs it; fail before hours of work, not after)
+    except ImportError:
+        raise UserInputError("the HTML report needs matplotlib: pip install 'stylebench_jax[plot]'") from None
+
+
+def _select_datasets(suite, requested: Sequence[str] | None) -> list[tuple[str, str]]:
+    """``[(dataset, size)]`` of the suite, restricted to ``requested`` (in suite order)."""
+    entries = [(entry.name, entry.size) for entry in suite.datasets]
+    if requested is None:
+        return entries
+    from stylebench_jax.data.registry import DATASETS
+
+    in_suite = [name for name, _ in entries]
+    for name in requested:
+        if name not in DATASETS:
+            raise UserInputError(f"--datasets: unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+        if name not in in_suite:
+            raise UserInputError(f"--datasets: {name!r} is not in suite {suite.name!r} "
+                                 f"(its datasets: {', '.join(in_suite)})")
+    return [(name, size) for name, size in entries if name in requested]
+
+
+def _resolve_models(request: EvalRequest) -> list[ModelEntry]:
+    from stylebench_jax.encoders.registry import resolve_embedder
+
+    options = {"mesh": request.mesh, "batch_size": request.batch_size, "progress": request.progress,
+               "data_root": request.data_root}
+    return [ModelEntry(name, resolve_embedder(name, **{k: v for k, v in options.items() if v is not None}))
+            for name in request.models]
+
+
+def _load_units(suite, datasets: list[tuple[str, str]], data_root: Path, seed: int, progress: bool):
+    """Every unit the suite selects from ``datasets`` (its tasks/subsets filters applied)."""
+    units, seconds = [], {}
+    for name, _ in tqdm(datasets, desc="load data", unit="dataset", file=sys.stderr, disable=not progress):
+        start = time.perf_counter()
+        units += suite.load(data_root, seed=seed, only=[name])
+        seconds[name] = round(time.perf_counter() - start, 3)
+    return units, seconds
+
+
+def _embed_fn(request: EvalRequest):
+    from stylebench_jax.cache import EmbeddingCache
+
+    cache = EmbeddingCache(request.cache_dir, enabled=request.use_cache)
+    return cache, cache.embed
+
+
+def _environment() -> dict[str, Any]:
+    import jax
+
+    return {"stylebench_jax": __version__, "python": platform.python_version(),
+            "platform": platform.platform(), "jax": jax.__version__,
+            "devices": [str(d) for d in jax.devices()]}
+
+
+def run_evaluation(request: EvalRequest) -> EvalOutcome:
+    """Run ``request`` and write every output file; see the module docstring for the steps."""
+    from stylebench_jax.data.suites import load_suite
+
+    started = time.perf_counter()
+    _check_request(request)
+    suite = load_suite(request.suite)
+    datasets = _select_datasets(suite, request.datasets)
+    output_dir = Path(request.output_dir)
+    models = _resolve_models(request)
+    units, load_seconds = _load_units(suite, datasets, request.data_root, request.seed, request.progress)
+    cache, embed_fn = _embed_fn(request)
+    settings = EvalSettings(seed=request.seed, n_boot=request.n_boot, force=request.force,
+                            progress=request.progress)
+    cell_start = time.perf_counter()
+    outcome = run_cells(models, units, output_dir / "cells", settings=settings,
+                        task_runner=TaskDispatcher(mesh=_mesh(request.mesh)), embed_fn=embed_fn)
+    cell_seconds = time.perf_counter() - cell_start
+
+    rows, skipped = result_rows(outcome.cells), skipped_rows(outcome.cells)
+    results_path, skipped_path = write_result_files(output_dir, outcome.cells)
+    scores = aggregate_scores(rows)
+    scores_path = output_dir / "scores.json"
+    write_text_atomic(scores_path, json.dumps(scores, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    description = [f"Suite {suite.name!r}: {', '.join(f'{name} ({size})' for name, size in datasets)}.",
+                   f"Models: {', '.join(m.label for m in models)}. Seed {request.seed}, "
+                   f"{request.n_boot} bootstrap replicates. stylebench_jax {__version__}."]
+    markdown_path, html_path = write_report(output_dir, rows, skipped, score_tables(scores),
+                                            title=f"stylebench eval — {suite.name}", description=description)
+    wall = time.perf_counter() - started
+    run_info = {
+        "suite": suite.name, "suite_file": str(suite.path), "data_root": str(request.data_root),
+        "datasets": [{"name": n, "size": s} for n, s in datasets],
+        "models": [{"label": m.label, "identity": m.identity} for m in models],
+        "seed": request.seed, "n_boot": request.n_boot, "force": request.force,
+        "options": {k: str(v) if isinstance(v, Path) else v for k, v in request.options.items()},
+        "wall_seconds": round(wall, 3), "cells_seconds": round(cell_seconds, 3), "load_seconds": load_seconds,
+        "cells": [{**dataclasses.asdict(t.key), "status": t.status, "seconds": round(t.seconds, 3),
+                   "embed_seconds": round(t.embed_seconds, 3)} for t in outcome.timings],
+        "cache": {"enabled": request.use_cache, "root": str(cache.root), "hits": cache.hits,
+                  "misses": cache.misses},
+        "environment": _environment(),
+    }
+    run_info_path = output_dir / "run_info.json"
+    write_text_atomic(run_info_path, json.dumps(run_info, indent=1) + "\n")
+    files = {"results": results_path, "skipped": skipped_path, "scores": scores_path,
+             "leaderboard": markdown_path, "report": html_path, "run_info": run_info_path}
+    return EvalOutcome(output_dir, suite.name, outcome, scores, files, wall)
+
+
+def _mesh(spec: str | None):
+    """The device mesh for the all-to-all kernel (None = that kernel's default, all devices)."""
+    if spec is None:
+        return None
+    from stylebench_jax.parallel import make_mesh
+
+    return make_mesh(spec)
