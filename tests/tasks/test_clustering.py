@@ -5,7 +5,7 @@ import pytest
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.metrics import v_measure_score
 
-from stylebench_jax.metrics import bootstrap_weights, percentile_interval
+from stylebench_jax.metrics import bootstrap_weights, centred_interval
 from stylebench_jax.tasks.base import NotApplicable, TextScorer
 from stylebench_jax.tasks.clustering import cluster_embeddings, cluster_scores, evaluate_clustering
 
@@ -76,7 +76,8 @@ def test_bootstrap_replicates_equal_sklearn_on_resampled_data():
             idx = np.repeat(np.arange(40), w.astype(int))
             reps.append(v_measure_score(labels[idx], clusters[idx]))
     v = cluster_scores(labels, clusters, seed=11, n_boot=150)[0]
-    assert (v.ci_low, v.ci_high) == pytest.approx(percentile_interval(np.array(reps)), abs=1e-12)
+    expected = centred_interval(np.array(reps), v_measure_score(labels, clusters))
+    assert (v.ci_low, v.ci_high) == pytest.approx(expected, abs=1e-12)
 
 
 def test_assignment_is_sklearn_minibatch_kmeans():
