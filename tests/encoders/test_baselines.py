@@ -229,3 +229,15 @@ def test_registry_factories(data_root):
             BASELINES[name]()
     built = BASELINES["tfidf"](data_root=data_root, dim=8)
     assert isinstance(built, Embedder) and built.dim == 8 and built.name == "baseline:tfidf"
+
+
+def test_batched_char3gram_is_bit_identical_to_the_per_pair_reference(stel_instances):
+    sim = BASELINES["char3gram"]()
+    texts = [t for x in stel_instances["formality"][:40] for t in (x.anchor1, x.anchor2, x.alt1, x.alt2)]
+    rng = np.random.default_rng(0)
+    a = [texts[i] for i in rng.integers(0, len(texts), 300)] + ["", "ab", "", "ab", "abcd"]
+    b = [texts[i] for i in rng.integers(0, len(texts), 300)] + ["", "cd", "abc", "abcd", "abcd"]
+    batched = sim.similarity(a, b)
+    np.testing.assert_array_equal(batched, [sim.pair_similarity(x, y) for x, y in zip(a, b)])
+    np.testing.assert_array_equal(batched[-5:], [1.0, 1.0, 0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(sim.similarity(["a", ""], ["bc", ""]), [1.0, 1.0])  # no 3-gram anywhere
