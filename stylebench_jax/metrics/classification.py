@@ -107,8 +107,7 @@ def auroc_eer_batch(scores, labels, weights: np.ndarray) -> tuple[np.ndarray, np
     i_prev = np.maximum(i - 1, 0)
     g0, g1 = gap[rows, i_prev], gap[rows, i]
     f0, f1 = fpr[rows, i_prev], fpr[rows, i]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # rows without both classes: NaN below
         t = np.where(g1 == 0.0, 1.0, g0 / (g0 - g1))
-    eer = f0 + t * (f1 - f0)
-    eer = np.where(g1 == 0.0, f1, eer)
+        eer = np.where(g1 == 0.0, f1, f0 + t * (f1 - f0))
     return np.where(valid, area, np.nan), np.where(valid, eer, np.nan)
