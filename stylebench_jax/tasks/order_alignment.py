@@ -257,8 +257,9 @@ def evaluate_ordered_lists(scorer: TextScorer, groups: Sequence[Sequence[str]], 
     ``distractor_accuracy`` (mean of STEB's two distractor variants per instance); the bootstrap
     resamples instances. Groups need at least 2 texts.
     """
-    if any(len(group) < 2 for group in groups):
-        raise ValueError("order alignment needs groups of at least 2 ordered texts")
+    if len(groups) < 2 or any(len(group) < 2 for group in groups):
+        raise ValueError(f"order alignment needs at least 2 groups of at least 2 ordered texts, got "
+                         f"{len(groups)} group(s)")
     pairs = pair_groups(groups, max_instances=max_instances, seed=seed)
     rng = np.random.default_rng(seed)
     plain, distractor = [], []

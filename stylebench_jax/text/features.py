@@ -59,7 +59,10 @@ def load_pipeline(model: str = SPACY_MODEL, *, lemmas: bool = True, sentences: b
 
 
 def parse(texts: Sequence[str], nlp=None, *, batch_size: int = 256) -> list:
-    """spaCy ``Doc`` per text, in input order, parsed in batches with ``nlp.pipe``."""
+    """spaCy ``Doc`` per text, in input order, parsed in batches with ``nlp.pipe``.
+
+    ``nlp.max_length`` is raised to the longest text if needed (safe without parser and NER).
+    """
     nlp = load_pipeline() if nlp is None else nlp
     texts = list(texts)
     longest = max((len(text) for text in texts), default=0)

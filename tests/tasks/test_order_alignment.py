@@ -227,3 +227,5 @@ def test_ordered_lists_are_capped_by_a_seeded_sample():
     assert capped[0].n == capped[1].n == 7
     with pytest.raises(ValueError, match="same number"):
         evaluate_ordered_lists(scorer, [("a", "b"), ("c", "d", "e")])
+    with pytest.raises(ValueError, match="at least 2 groups"):
+        evaluate_ordered_lists(scorer, [("a", "b")])
