@@ -38,9 +38,8 @@ from stylebench_jax.kernels.blockwise import canonical
 from stylebench_jax.kernels.roc import auroc_eer, eer_from_counts, exact_dot, twice_u
 from stylebench_jax.kernels.scan import data_mesh, round_up
 
-FINE_BITS = 12
-COARSE_BINS = 1 << (32 - FINE_BITS)
-MAX_COUNTS_PER_CALL = 1 << 30  # pairs per device per jitted call: int32 histograms cannot overflow
+LEVEL_BITS = (16, 8, 8)  # key bits resolved by each level of histogram; they sum to 32
+MAX_COUNTS_PER_CALL = 1 << 30  # pairs per jitted call, all devices: the int32 histograms cannot overflow
 
 
 def float_keys(scores: jnp.ndarray) -> jnp.ndarray:
@@ -50,7 +49,7 @@ def float_keys(scores: jnp.ndarray) -> jnp.ndarray:
 
 
 def _tile(x, labels, n, block, r, c):
-    """Scores, validity (``i < j < n``) and positive flags of tile (row block r, column block c)."""
+    """Keys, validity (``i < j < n``) and positive flags of tile (row block r, column block c)."""
     a = lax.dynamic_slice_in_dim(x, r * block, block)
     b = lax.dynamic_slice_in_dim(x, c * block, block)
     s = lax.dot_general(a, b, (((1,), (1,)), ((), ())), precision=lax.Precision.HIGHEST)
@@ -62,35 +61,39 @@ def _tile(x, labels, n, block, r, c):
     return float_keys(s), valid, (la[:, None] == lb[None, :]).astype(jnp.int32)
 
 
-def _local_hist(tiles, x, labels, n, lut, slot0, *, block: int, fine_slots: int):
-    """One device: histogram its tiles. ``fine_slots == 0``: coarse counts ``[1, 2 * COARSE_BINS]``;
-    else fine counts ``[1, fine_slots * 2^(FINE_BITS + 1)]`` of prefixes with
-    ``lut[prefix] - slot0`` in ``[0, fine_slots)``. Index ``2 * bin + is_positive``."""
-    size = 2 * (COARSE_BINS if fine_slots == 0 else fine_slots << FINE_BITS)
+def _key_bits(keys, level: int) -> jnp.ndarray:
+    shift = 32 - sum(LEVEL_BITS[: level + 1])
+    return ((keys >> shift) & jnp.uint32((1 << LEVEL_BITS[level]) - 1)).astype(jnp.int32)
+
+
+def _local_hist(tiles, x, labels, n, luts, slot0, *, block: int, level: int, slots: int):
+    """One device's tiles, histogrammed and summed over devices: ``[slots * 2^w * 2]`` int32
+    counts (``w = LEVEL_BITS[level]``), index ``((slot - slot0) * 2^w + bits) * 2 + positive``.
+    A pair's slot comes from chaining ``luts`` (one per earlier level, -1 = not refined) over the
+    earlier levels' key bits; pairs outside ``[slot0, slot0 + slots)`` are dropped."""
+    width = 1 << LEVEL_BITS[level]
+    size = 2 * slots * width
 
     def body(t, hist):
         keys, valid, positive = _tile(x, labels, n, block, tiles[t, 0], tiles[t, 1])
-        prefix = (keys >> FINE_BITS).astype(jnp.int32)
-        if fine_slots == 0:
-            index = prefix * 2 + positive
-        else:
-            slot = lut[prefix] - slot0
-            valid = valid & (slot >= 0) & (slot < fine_slots)
-            low = (keys & jnp.uint32((1 << FINE_BITS) - 1)).astype(jnp.int32)
-            index = ((slot << FINE_BITS) + low) * 2 + positive
-        index = jnp.where(valid, index, size)
+        slot = jnp.zeros(keys.shape, jnp.int32)
+        for j, lut in enumerate(luts):
+            flat = slot * (1 << LEVEL_BITS[j]) + _key_bits(keys, j)
+            slot = jnp.where(slot >= 0, lut[jnp.maximum(flat, 0)], -1)
+        local = slot - slot0
+        valid = valid & (local >= 0) & (local < slots)
+        index = jnp.where(valid, ((local * width) + _key_bits(keys, level)) * 2 + positive, size)
         return hist.at[index.ravel()].add(1, mode="drop")
 
     init = lax.pcast(jnp.zeros(size, jnp.int32), ("data",), to="varying")
-    hist = lax.fori_loop(0, tiles.shape[0], body, init)
-    return hist[None]
+    return lax.psum(lax.fori_loop(0, tiles.shape[0], body, init), "data")
 
 
 @functools.lru_cache(maxsize=32)
-def _hist_step(mesh: Mesh, block: int, fine_slots: int):
+def _hist_step(mesh: Mesh, block: int, level: int, slots: int):
     fn = jax.shard_map(
-        functools.partial(_local_hist, block=block, fine_slots=fine_slots), mesh=mesh,
-        in_specs=(P("data"), P(), P(), P(), P(), P()), out_specs=P("data"), check_vma=True)
+        functools.partial(_local_hist, block=block, level=level, slots=slots), mesh=mesh,
+        in_specs=(P("data"), P(), P(), P(), P(), P()), out_specs=P(), check_vma=True)
     return jax.jit(fn)
 
 
@@ -102,58 +105,42 @@ class _Tiles:
         r, c = np.triu_indices(n_blocks)
         self.pairs = np.stack([r, c], axis=1).astype(np.int32)
         self.n_data = mesh.shape["data"]
-        per_call = max(1, min(MAX_COUNTS_PER_CALL // (block * block), -(-len(self.pairs) // self.n_data)))
-        self.per_call = per_call
+        budget = MAX_COUNTS_PER_CALL // (block * block * self.n_data)
+        self.per_call = max(1, min(budget, -(-len(self.pairs) // self.n_data)))
         self.mesh = mesh
 
     def calls(self):
-        """Device arrays ``[n_data * per_call, 2]`` (padding tiles have r = -1)."""
+        """Device arrays ``[n_data * per_call, 2]``, tiles dealt round-robin (padding: r = -1)."""
         chunk = self.n_data * self.per_call
         sharding = NamedSharding(self.mesh, P("data"))
+        order = np.arange(chunk).reshape(self.per_call, self.n_data).T.ravel()
         for start in range(0, len(self.pairs), chunk):
             part = self.pairs[start:start + chunk]
-            padded = np.full((chunk, 2), -1, np.int32)
-            padded[:, 1] = 0
-            # deal tiles round-robin so every device gets a similar mix of diagonal tiles
+            padded = np.zeros((chunk, 2), np.int32)
+            padded[:, 0] = -1
             padded[: len(part)] = part
-            order = np.arange(chunk).reshape(self.per_call, self.n_data).T.ravel()
             yield jax.device_put(padded[order], sharding)
 
 
-def _histogram(tiles: _Tiles, args, block: int, fine_slots: int) -> np.ndarray:
-    step = _hist_step(tiles.mesh, block, fine_slots)
-    total = None
-    for tile_arr in tiles.calls():
-        part = jax.device_get(step(tile_arr, *args)).astype(np.int64).sum(axis=0)
-        total = part if total is None else total + part
-    return total
+def _crossing(pos: np.ndarray, neg: np.ndarray, n_pos: int, n_neg: int) -> int:
+    """Index (ascending order) of the entry whose ROC segment crosses FNR = FPR."""
+    gap = 1.0 - np.cumsum(pos[::-1]) / n_pos - np.cumsum(neg[::-1]) / n_neg
+    return len(pos) - 1 - int(np.argmax(gap <= 0))
 
 
-def _crossing_bin(pos: np.ndarray, neg: np.ndarray) -> int:
-    """Index into ``pos``/``neg`` (ascending bins) of the bin whose ROC segment crosses FNR = FPR."""
-    n_pos, n_neg = pos.sum(), neg.sum()
-    tp = np.cumsum(pos[::-1])
-    fp = np.cumsum(neg[::-1])
-    # after including bin k (descending), FNR - FPR = 1 - tp/P - fp/N; first k where it is <= 0
-    k = int(np.argmax((1.0 - tp / n_pos - fp / n_neg) <= 0))
-    return len(pos) - 1 - k
-
-
-def _choose_refinement(pos, neg, tolerance: float) -> tuple[np.ndarray, float]:
-    """Mixed bins to refine (ascending) and the AUROC error bound left by the others."""
+def _choose(pos, neg, n_pos: int, n_neg: int, allowance: float, forced: int | None):
+    """Flat indices of mixed bins to refine (ascending) and the AUROC bound left by the rest:
+    biggest ``P_b N_b`` first until the rest, counted as ties, can move the AUROC by at most
+    ``allowance``; ``forced`` (the EER crossing) is always refined when mixed."""
     mixed = np.flatnonzero((pos > 0) & (neg > 0))
-    weight = pos[mixed].astype(np.float64) * neg[mixed] / (2.0 * pos.sum() * neg.sum())
+    weight = pos[mixed].astype(np.float64) * neg[mixed] / (2.0 * n_pos * n_neg)
     order = np.argsort(-weight, kind="stable")
-    left = np.cumsum(weight[order][::-1])[::-1]  # bound if refining only order[:i]
-    n_refine = int(np.argmax(np.concatenate([left, [0.0]]) <= tolerance))
-    chosen = set(mixed[order[:n_refine]].tolist())
-    nonzero = np.flatnonzero(pos + neg)
-    crossing = nonzero[_crossing_bin(pos[nonzero], neg[nonzero])]
-    if pos[crossing] > 0 and neg[crossing] > 0:
-        chosen.add(int(crossing))
-    chosen = np.array(sorted(chosen), dtype=np.int64)
-    bound = float(weight[~np.isin(mixed, chosen)].sum())
-    return chosen, bound
+    rest = np.concatenate([np.cumsum(weight[order][::-1])[::-1], [0.0]])
+    chosen = mixed[order[: int(np.argmax(rest <= allowance))]]
+    if forced is not None and pos[forced] > 0 and neg[forced] > 0:
+        chosen = np.union1d(chosen, [forced])
+    chosen = np.sort(chosen)
+    return chosen, float(weight[~np.isin(mixed, chosen)].sum())
 
 
 def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mesh | None = None,
@@ -162,9 +149,9 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     L2-normalise first for cosine), positive when ``labels[i] == labels[j]`` (any hashable labels).
 
     Returns ``{"auroc", "eer", "n_pos", "n_neg", "n_pairs", "auroc_error_bound", "passes",
-    "mixed_bins", "refined_bins"}``; ``auroc_error_bound`` is 0 when exact (``tolerance=0``).
-    Memory O(N D + block^2 + histograms) per device (module docstring); the fine histograms of all
-    devices together take at most ``max_fine_bytes`` (more mixed prefixes -> more passes).
+    "refined_bins"}``; ``auroc_error_bound`` is 0 when exact (``tolerance=0``). Memory per device:
+    O(N D + block^2) plus histograms; those of one pass take at most ``max_fine_bytes`` over all
+    devices (more mixed bins -> more passes).
     """
     x = np.ascontiguousarray(np.asarray(embeddings), dtype=np.float32)
     if x.ndim != 2:
@@ -180,47 +167,65 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     block = min(block_size, round_up(n, 8))
     padded = round_up(n, block)
     rep = NamedSharding(mesh, P())
-    x_dev = jax.device_put(np.concatenate([x, np.zeros((padded - n, x.shape[1]), np.float32)]), rep)
-    codes_dev = jax.device_put(np.concatenate([codes, np.full(padded - n, -1, np.int32)]), rep)
-    n_dev, zero = jax.device_put(np.int32(n), rep), jax.device_put(np.int32(0), rep)
+    data = (jax.device_put(np.concatenate([x, np.zeros((padded - n, x.shape[1]), np.float32)]), rep),
+            jax.device_put(np.concatenate([codes, np.full(padded - n, -1, np.int32)]), rep),
+            jax.device_put(np.int32(n), rep))
     tiles = _Tiles(n, block, mesh)
 
-    dummy_lut = jax.device_put(np.zeros(1, np.int32), rep)
-    coarse = _histogram(tiles, (x_dev, codes_dev, n_dev, dummy_lut, zero), block, 0)
-    neg, pos = coarse[0::2], coarse[1::2]
+    def histogram(level: int, luts: tuple, n_slots: int) -> np.ndarray:
+        """Counts ``[n_slots, 2^w, 2]`` (neg, pos) of every refined slot of ``level``."""
+        width = 1 << LEVEL_BITS[level]
+        per_pass = max(1, min(n_slots, max_fine_bytes // (mesh.shape["data"] * 8 * width)))
+        per_pass = 1 << (per_pass - 1).bit_length()  # powers of two: few shapes to compile
+        step = _hist_step(mesh, block, level, per_pass)
+        out = np.zeros((n_slots, width, 2), np.int64)
+        luts_dev = tuple(jax.device_put(lut, rep) for lut in luts)
+        for slot0 in range(0, n_slots, per_pass):
+            total = None
+            for tile_arr in tiles.calls():
+                part = jax.device_get(step(tile_arr, *data, luts_dev, jax.device_put(np.int32(slot0), rep)))
+                total = part.astype(np.int64) if total is None else total + part
+            stop = min(slot0 + per_pass, n_slots)
+            out[slot0:stop] = total.reshape(per_pass, width, 2)[: stop - slot0]
+            stats["passes"] += 1
+        return out
+
+    stats = {"passes": 0, "refined_bins": 0}
+    counts = histogram(0, (), 1)
+    neg, pos = counts[..., 0].ravel(), counts[..., 1].ravel()
     n_pos, n_neg = int(pos.sum()), int(neg.sum())
     if n_pos == 0 or n_neg == 0:
         raise ValueError(f"AUROC/EER need positive and negative pairs, found {n_pos} and {n_neg}")
-    refine, bound = _choose_refinement(pos, neg, tolerance)
-    u2 = twice_u(pos, neg) - exact_dot(pos[refine], neg[refine])  # refined bins: ties -> exact below
-    nonzero = np.flatnonzero(pos + neg)
-    crossing = int(nonzero[_crossing_bin(pos[nonzero], neg[nonzero])])
-    crossing_fine, passes = None, 1
-    if refine.size:
-        lut = np.full(COARSE_BINS, -1, np.int32)
+    u2 = twice_u(pos, neg)  # every bin counted as one tie group; refinement corrects that below
+    # ROC sequence for the EER: level-0 bins with the crossing bin replaced by its sub-bins, level
+    # after level; seq[at:at + window] are the current level's bins base .. base + window - 1.
+    seq_pos, seq_neg, at, window, base = pos, neg, 0, len(pos), 0
+    luts, bound = (), 0.0
+    for level in range(1, len(LEVEL_BITS)):
+        cross = _crossing(seq_pos, seq_neg, n_pos, n_neg) - at
+        forced = base + cross if 0 <= cross < window else None
+        refine, left = _choose(pos, neg, n_pos, n_neg, tolerance - bound, forced)
+        bound += left
+        if refine.size == 0:
+            break
+        stats["refined_bins"] += int(refine.size)
+        lut = np.full(len(pos), -1, np.int32)
         lut[refine] = np.arange(refine.size, dtype=np.int32)
-        lut_dev = jax.device_put(lut, rep)
-        per_bin = mesh.shape["data"] * 4 << (FINE_BITS + 1)
-        slots = max(1, min(max_fine_bytes // per_bin, refine.size))
-        for slot0 in range(0, refine.size, slots):
-            args = (x_dev, codes_dev, n_dev, lut_dev, jax.device_put(np.int32(slot0), rep))
-            fine = _histogram(tiles, args, block, slots).reshape(slots, 1 << FINE_BITS, 2)
-            fine = fine[: refine.size - slot0]
-            u2 += twice_u(fine[:, :, 1], fine[:, :, 0])
-            hit = np.flatnonzero(refine[slot0:slot0 + slots] == crossing)
-            if hit.size:
-                crossing_fine = fine[hit[0]]
-            passes += 1
-    # ROC polyline: coarse bins, with the crossing bin expanded to its distinct scores.
-    at = int(np.searchsorted(nonzero, crossing))
-    seq_pos, seq_neg = pos[nonzero], neg[nonzero]
-    if crossing_fine is not None:
-        seq_pos = np.concatenate([seq_pos[:at], crossing_fine[:, 1], seq_pos[at + 1:]])
-        seq_neg = np.concatenate([seq_neg[:at], crossing_fine[:, 0], seq_neg[at + 1:]])
+        luts = (*luts, lut)
+        counts = histogram(level, luts, refine.size)
+        u2 += twice_u(counts[..., 1], counts[..., 0]) - exact_dot(pos[refine], neg[refine])
+        if forced is not None and lut[forced] >= 0:  # expand the crossing bin in the ROC sequence
+            sub = counts[lut[forced]]
+            at += cross
+            seq_pos = np.concatenate([seq_pos[:at], sub[:, 1], seq_pos[at + 1:]])
+            seq_neg = np.concatenate([seq_neg[:at], sub[:, 0], seq_neg[at + 1:]])
+            window, base = sub.shape[0], int(lut[forced]) * sub.shape[0]
+        else:
+            window = 0  # the crossing bin holds one class only: its ROC segment is straight
+        neg, pos = counts[..., 0].ravel(), counts[..., 1].ravel()
     return {"auroc": float(Fraction(u2, 2 * n_pos * n_neg)), "eer": eer_from_counts(seq_pos, seq_neg),
-            "n_pos": n_pos, "n_neg": n_neg, "n_pairs": n * (n - 1) // 2, "auroc_error_bound": bound,
-            "passes": passes, "mixed_bins": int(((pos > 0) & (neg > 0)).sum()),
-            "refined_bins": int(refine.size)}
+            "n_pos": n_pos, "n_neg": n_neg, "n_pairs": n * (n - 1) // 2,
+            "auroc_error_bound": bound, **stats}
 
 
 def _rowwise(a, b):

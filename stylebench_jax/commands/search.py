@@ -1,0 +1,149 @@
+"""`stylebench search`: exact top-k cosine neighbours of query rows in a candidate pool.
+
+Reads float ``.npy`` matrices (the candidate pool block by block, never whole), writes one JSON
+line per query: ``{"query": i, "indices": [...], "scores": [...]}``, best first, ties by lower
+candidate index. Queries with fewer than k admissible candidates get shorter lists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from stylebench_jax.commands.common import add_mesh_argument
+from stylebench_jax.errors import UserInputError, located
+
+NORM_TOLERANCE = 1e-3
+
+EPILOG = """\
+examples:
+  stylebench search --queries q.npy --candidates c.npy --k 100 --output hits.jsonl
+  stylebench search --queries c.npy --candidates c.npy --k 10 --exclude-self --output nn.jsonl
+  stylebench search --queries q.npy --candidates pool.npy --k 50 --output hard.jsonl \\
+      --query-groups q_books.npy --candidate-groups pool_books.npy --mesh data=8 --bf16
+
+Rows must be L2-normalised (scores are cosines) unless --normalize is given. The candidate file is
+read in blocks with a bounded working set, so pools larger than memory work. --bf16 scores with a
+bfloat16 matmul and re-scores a shortlist in float32; the top k stays exact (certified per query,
+uncertified queries are searched again in float32).
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "search", help="exact top-k cosine search of query rows in a candidate .npy pool",
+        description="Exact blocked top-k cosine search, sharded over the device mesh.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", required=True, type=Path, help="float .npy [Q, D]")
+    parser.add_argument("--candidates", required=True, type=Path, help="float .npy [N, D] (read by blocks)")
+    parser.add_argument("--k", required=True, type=int, help="neighbours per query")
+    parser.add_argument("--output", required=True, type=Path, help="output .jsonl, one line per query")
+    parser.add_argument("--exclude-self", action="store_true",
+                        help="never return candidate i for query i (queries are the pool's first rows)")
+    parser.add_argument("--query-groups", type=Path, default=None,
+                        help="int .npy [Q]: group (author/book) of each query")
+    parser.add_argument("--candidate-groups", type=Path, default=None,
+                        help="int .npy [N]: group of each candidate; same-group candidates are skipped")
+    parser.add_argument("--block-size", type=int, default=None,
+                        help="candidate rows per device per matmul (default: 16384)")
+    parser.add_argument("--query-batch", type=int, default=1024, help="queries scored together")
+    parser.add_argument("--bf16", action="store_true", help="bfloat16 matmul + certified float32 re-scoring")
+    parser.add_argument("--normalize", action="store_true", help="L2-normalise rows before scoring")
+    add_mesh_argument(parser)
+    parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    parser.set_defaults(func=run)
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise UserInputError(f"{name}: expected a positive integer, got {value}")
+
+
+def _load_queries(path: Path, normalize: bool) -> np.ndarray:
+    from stylebench_jax.kernels.npy_rows import read_npy_header
+
+    read_npy_header(path)
+    q = np.load(path, allow_pickle=False).astype(np.float32)
+    bad = np.flatnonzero(~np.isfinite(q).all(axis=1))
+    if bad.size:
+        raise located(path, f"row {bad[0]}: NaN or infinity in the embedding")
+    if not normalize and q.shape[0]:
+        norms = np.linalg.norm(q, axis=1)
+        off = np.flatnonzero(np.abs(norms - 1.0) > NORM_TOLERANCE)
+        if off.size:
+            raise located(path, f"row {off[0]}: L2 norm {norms[off[0]]:.4g}, expected 1 "
+                                "(normalise the rows or pass --normalize)")
+    return q
+
+
+def _load_groups(path: Path | None, n: int, what: str) -> np.ndarray | None:
+    if path is None:
+        return None
+    if not path.is_file():
+        raise located(path, "no such file")
+    try:
+        groups = np.load(path, allow_pickle=False)
+    except ValueError as error:
+        raise located(path, f"not a readable .npy file ({error})") from None
+    if groups.shape != (n,):
+        raise located(path, f"expected {what} labels of shape ({n},), found {groups.shape}")
+    if groups.dtype.kind not in "iu":
+        raise located(path, f"expected integer {what} labels, found dtype {groups.dtype}")
+    if n and (groups.min() < np.iinfo(np.int32).min or groups.max() > np.iinfo(np.int32).max):
+        raise located(path, f"{what} labels must fit in int32")
+    return groups
+
+
+def _hits(result):
+    for i, (idx, scores) in enumerate(zip(result.indices, result.scores)):
+        keep = idx >= 0
+        yield {"query": i, "indices": idx[keep].tolist(),
+               "scores": [float(f"{s:.9g}") for s in scores[keep].tolist()]}
+
+
+def run(args: argparse.Namespace) -> int:
+    from stylebench_jax.fileio import write_jsonl_atomic
+    from stylebench_jax.kernels.npy_rows import NpyRows
+    from stylebench_jax.kernels.scan import DEFAULT_BLOCK
+    from stylebench_jax.kernels.topk import NonFiniteRowError, topk_cosine
+    from stylebench_jax.parallel.mesh import make_mesh
+
+    _positive("--k", args.k)
+    _positive("--block-size", args.block_size)
+    _positive("--query-batch", args.query_batch)
+    if (args.query_groups is None) != (args.candidate_groups is None):
+        raise UserInputError("--query-groups and --candidate-groups must be given together")
+    queries = _load_queries(args.queries, args.normalize)
+    pool = NpyRows(args.candidates)
+    if pool.shape[1] != queries.shape[1]:
+        raise located(args.candidates, f"rows have dimension {pool.shape[1]}, the queries in "
+                                       f"{args.queries} have {queries.shape[1]}")
+    if pool.shape[0] == 0:
+        raise located(args.candidates, "the candidate pool is empty")
+    query_groups = _load_groups(args.query_groups, queries.shape[0], "query group")
+    candidate_groups = _load_groups(args.candidate_groups, pool.shape[0], "candidate group")
+    mesh = make_mesh(args.mesh)
+    start = time.perf_counter()
+    try:
+        result = topk_cosine(
+            queries, pool, args.k, mesh=mesh, block_size=args.block_size or DEFAULT_BLOCK,
+            exclude_self=args.exclude_self, query_groups=query_groups, candidate_groups=candidate_groups,
+            precision="bfloat16" if args.bf16 else "float32", normalize=args.normalize,
+            query_batch=args.query_batch)
+    except NonFiniteRowError as error:
+        raise located(args.candidates, f"row {error.row}: NaN or infinity in the embedding") from None
+    low, high = result.norm_range
+    if not args.normalize and not (abs(low - 1) <= NORM_TOLERANCE and abs(high - 1) <= NORM_TOLERANCE):
+        raise located(args.candidates, f"row L2 norms range from {low:.4g} to {high:.4g}, expected 1 "
+                                       "(normalise the rows or pass --normalize)")
+    write_jsonl_atomic(args.output, _hits(result))
+    if not args.quiet:
+        seconds = time.perf_counter() - start
+        extra = f", {result.n_recomputed} re-searched in float32" if args.bf16 else ""
+        print(f"stylebench search: {queries.shape[0]} queries x {pool.shape[0]} candidates, k={args.k}, "
+              f"{seconds:.2f} s on mesh {dict(mesh.shape)}{extra} -> {args.output}", file=sys.stderr)
+    return 0
