@@ -6,7 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from stylebench_jax.commands.common import add_cache_arguments, add_mesh_argument
+from stylebench_jax.commands.common import (
+    add_cache_arguments,
+    add_data_root_argument,
+    add_mesh_argument,
+    default_data_root,
+)
 from stylebench_jax.errors import UserInputError
 
 EPILOG = """\
@@ -40,6 +45,7 @@ def register(subparsers) -> None:
                         help="how to embed texts over the budget (default: chunk)")
     add_mesh_argument(parser)
     add_cache_arguments(parser)
+    add_data_root_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     parser.set_defaults(func=run)
 
@@ -59,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     texts = read_texts(args.input, text_field=args.text_field)
     model = resolve_embedder(
         args.model, max_length=args.max_length, long_text=args.long_text, batch_size=args.batch_size,
-        mesh=make_mesh(args.mesh), progress=None if not args.quiet else False)
+        mesh=make_mesh(args.mesh), progress=None if not args.quiet else False,
+        data_root=args.data_root or default_data_root())
     if not isinstance(model, Embedder):
         raise UserInputError(f"{args.model} is a pairwise similarity without vectors; it cannot embed")
     cache = EmbeddingCache(args.cache_dir, enabled=not args.no_cache)

@@ -43,6 +43,8 @@ def read_texts(path: str | Path, *, text_field: str = "text") -> list[str]:
     """Texts of ``path`` in file order. ``.txt``: each line is a text (kept even if empty).
     ``.jsonl``: each non-blank line is an object whose ``text_field`` is a string."""
     path = Path(path)
+    if not path.exists():
+        raise UserInputError(f"{path}: file not found")
     suffix = path.suffix.lower()
     if suffix not in TEXT_SUFFIXES + JSONL_SUFFIXES:
         raise UserInputError(f"{path}: unsupported input type {suffix or '(none)'!r}; "
