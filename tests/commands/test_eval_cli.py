@@ -1,0 +1,97 @@
+"""`stylebench eval` from the command line: argument errors (exit 2, one line) and a real STEL run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stylebench_jax.cli import main
+
+STEL_BASELINES = ["char3gram", "punctuation", "word_length", "uppercase", "levenshtein"]
+
+
+def run_cli(capsys, *args):
+    code = main(["eval", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_line_error(code, err):
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("stylebench eval: error:"), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--models", "nonsense-model", "--suite", "stel"], "unknown model 'nonsense-model'"),
+    (["--models", "baseline:nope", "--suite", "stel"], "unknown baseline 'nope'"),
+    (["--models", "baseline:char3gram", "--suite", "no-such-suite"], "no-such-suite"),
+    (["--models", "baseline:char3gram,,x", "--suite", "stel"], "--models: expected a comma-separated list"),
+    (["--models", "baseline:char3gram,baseline:char3gram", "--suite", "stel"], "given more than once"),
+    (["--models", "baseline:char3gram", "--suite", "stel", "--datasets", "atlantis"], "unknown dataset"),
+    (["--models", "baseline:char3gram", "--suite", "stel", "--datasets", "cds_samples"], "not in suite"),
+    (["--models", "baseline:char3gram", "--suite", "stel", "--n-boot", "0"], "--n-boot"),
+])
+def test_bad_arguments_exit_2_with_one_line(capsys, tmp_path, data_root, cache_dir, args, expected):
+    code, _, err = run_cli(capsys, *args, "--output", str(tmp_path / "out"), "--data-root", str(data_root))
+    assert expected in one_line_error(code, err)
+    assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_missing_data_root_is_a_clear_error(capsys, tmp_path, cache_dir):
+    code, _, err = run_cli(capsys, "--models", "baseline:char3gram", "--suite", "stel", "--output",
+                           str(tmp_path / "out"), "--data-root", str(tmp_path / "nowhere"))
+    assert "nowhere" in one_line_error(code, err)
+
+
+def test_help_explains_outputs(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["eval", "--help"])
+    assert info.value.code == 0
+    text = capsys.readouterr().out
+    for word in ("results.jsonl", "--force", "--suite", "baseline:char3gram", "resume", "--seed"):
+        assert word.lower() in text.lower()
+
+
+def test_malformed_suite_file_names_file_and_line(capsys, tmp_path, data_root, cache_dir):
+    suite = tmp_path / "bad.yaml"
+    suite.write_text("name: bad\ndatasets:\n  - dataset: stel\n    tasks: [clusters]\n")
+    code, _, err = run_cli(capsys, "--models", "baseline:char3gram", "--suite", str(suite), "--output",
+                           str(tmp_path / "out"), "--data-root", str(data_root))
+    assert f"{suite}:4" in one_line_error(code, err)
+
+
+def test_stel_suite_end_to_end_resume_and_identical_results(capsys, tmp_path, data_root, cache_dir):
+    models = ",".join(f"baseline:{name}" for name in STEL_BASELINES if name != "levenshtein")  # fast ones
+    out = tmp_path / "run"
+    args = ["--models", models, "--suite", "stel", "--output", str(out), "--data-root", str(data_root),
+            "--n-boot", "200", "--quiet"]
+    code, stdout, err = run_cli(capsys, *args)
+    assert code == 0, err
+    assert "28 computed" in stdout
+    results = (out / "results.jsonl").read_bytes()
+    rows = [json.loads(line) for line in results.decode().splitlines()]
+    assert len(rows) == 4 * 7 * 3  # models x STEL components x (accuracy, distractor, triple)
+    assert {r["subset"] for r in rows} >= {"formality", "simplicity", "contraction", "nbr_substitution"}
+    for row in rows:
+        assert row["ci_low"] <= row["value"] <= row["ci_high"] and row["n"] in (100, 200)
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["operational"]["available"] and len(scores["operational"]["table"]) == 4
+    leaderboard = (out / "leaderboard.md").read_text()
+    accuracy = next(r for r in rows if r["model"] == "baseline:punctuation" and r["subset"] == "contraction"
+                    and r["primary"])
+    assert f"{accuracy['value']:.3f} [{accuracy['ci_low']:.3f}, {accuracy['ci_high']:.3f}]" in leaderboard
+    assert "data:image/png;base64," in (out / "report.html").read_text()
+
+    code, stdout, err = run_cli(capsys, *args)  # resume: nothing recomputed, same bytes
+    assert code == 0 and "0 computed, 28 reused" in stdout
+    assert (out / "results.jsonl").read_bytes() == results
+    info = json.loads((out / "run_info.json").read_text())
+    assert {cell["status"] for cell in info["cells"]} == {"reused"}
+
+    code, stdout, _ = run_cli(capsys, *args, "--force", "--datasets", "stel")
+    assert code == 0 and "28 computed" in stdout
+    assert (out / "results.jsonl").read_bytes() == results
