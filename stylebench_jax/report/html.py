@@ -54,7 +54,7 @@ def _task_table_html(table: TaskTable) -> str:
     for model in table.models:
         out.append(f"<tr><td>{_e(model)}</td>")
         for column in table.columns:
-            css = ' class="best"' if best[column] == model and len(table.models) > 1 else ""
+            css = ' class="best"' if model in best[column] and len(table.models) > 1 else ""
             out.append(f"<td{css}>{_e(format_cell(table.cells.get((model, column))))}</td>")
         out.append("</tr>")
     ns = []

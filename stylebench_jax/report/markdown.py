@@ -38,7 +38,7 @@ def task_table_markdown(table: TaskTable) -> str:
         cells = []
         for column in table.columns:
             text = format_cell(table.cells.get((model, column)))
-            cells.append(f"**{text}**" if best[column] == model and len(table.models) > 1 else text)
+            cells.append(f"**{text}**" if model in best[column] and len(table.models) > 1 else text)
         lines.append(f"| {_escape(model)} | " + " | ".join(cells) + " |")
     counts = ", ".join(f"{column}: n={_column_n(table, column)}" for column in table.columns)
     lines += ["", f"Instances per column: {counts}."]

@@ -46,7 +46,7 @@ class Cell:
 
 @dataclasses.dataclass(frozen=True)
 class TaskTable:
-    """Primary metric of one task: ``cells[(model, column)]``; ``best[column]`` is the top model."""
+    """One metric of one task: ``cells[(model, column)]``; ``best(column)`` = the top model(s)."""
 
     task: str
     metric: str
@@ -54,10 +54,13 @@ class TaskTable:
     columns: tuple[str, ...]
     cells: dict[tuple[str, str], Cell]
 
-    def best(self, column: str) -> str | None:
-        scored = [(c.value, m) for m in self.models
-                  if (c := self.cells.get((m, column))) is not None and _finite(c.value)]
-        return max(scored)[1] if scored else None
+    def best(self, column: str) -> frozenset[str]:
+        """Models with the highest value in ``column`` (all of them on an exact tie; every metric
+        shown in the tables is higher-is-better)."""
+        scored = {m: c.value for m in self.models
+                  if (c := self.cells.get((m, column))) is not None and _finite(c.value)}
+        top = max(scored.values(), default=None)
+        return frozenset(m for m, v in scored.items() if v == top)
 
 
 def _finite(value: Any) -> bool:

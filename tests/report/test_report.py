@@ -40,7 +40,7 @@ def test_task_tables_pick_primary_metric_and_columns():
     order = tables[1]
     assert order.metric == "accuracy"
     assert order.columns == ("stel/contraction", "stel/formality")
-    assert order.best("stel/formality") == "minilm"
+    assert order.best("stel/formality") == {"minilm"}
     assert format_cell(order.cells[("minilm", "stel/formality")]) == "0.812 [0.775, 0.850]"
     assert tables[0].columns == ("cds",)
 
@@ -72,6 +72,15 @@ def test_report_is_reproducible(tmp_path):
     second = write_report(tmp_path / "b", ROWS, SKIPPED, SCORES, title="t")
     for one, two in zip(first, second):
         assert one.read_bytes() == two.read_bytes()
+
+
+def test_exact_ties_are_all_best(tmp_path):
+    rows = [row(m, "stel", "formality", "order_quad", "accuracy", v, v, v, 100) for m, v in
+            (("a", 0.07), ("b", 0.07), ("c", 0.05))]
+    assert task_tables(rows)[0].best("stel") == {"a", "b"}
+    markdown = write_report(tmp_path, rows, [], [], title="t")[0].read_text()
+    assert "| a | **0.070 [0.070, 0.070]** |" in markdown and "| b | **0.070" in markdown
+    assert "| c | 0.050" in markdown
 
 
 def test_undefined_values_are_shown_as_na(tmp_path):
