@@ -23,6 +23,11 @@ Confidence intervals
     over all pairs is a U-statistic whose variance shrinks as 1/N, so with ``q`` the replicate
     quantiles and ``theta_m`` the subset's estimate, ``CI = theta_N + sqrt(m / N) (q - theta_m)``
     (clipped to [0, 1]). When ``N <= max_boot_items`` this is the plain percentile interval.
+    The rescaling is conservative: all-pairs AUROC is a U-statistic whose variance also has terms
+    shrinking faster than 1/N, which ``sqrt(m/N)`` over-credits. Measured (N = 1500, 8 labels,
+    64-d, 200 replicates, widths of the AUROC interval): with item-level difficulty (AUROC 0.67) the
+    interval from m = 200 is 0.021-0.025 wide against 0.020-0.022 from all 1500 items; with almost
+    no item-level signal (AUROC 0.52) 0.012-0.015 against 0.006.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from stylebench_jax.metrics import (
 )
 from stylebench_jax.tasks.base import NotApplicable, Score, TextScorer
 
-MAX_BOOT_ITEMS = 300
+MAX_BOOT_ITEMS = 200
 MAX_SIMILARITY_PAIRS = 200_000
 # Largest number of (replicate, pair) weights scored at once inside one bootstrap statistic.
 _MAX_PAIR_WEIGHTS = 1 << 21
@@ -79,7 +84,7 @@ def _weighted_pair_stat(pair_scores: np.ndarray, same: np.ndarray, i: np.ndarray
     def stat(item_weights: np.ndarray) -> np.ndarray:
         aurocs, eers = [], []
         for start in range(0, item_weights.shape[0], rows):
-            w = item_weights[start:start + rows]
+            w = item_weights[start:start + rows].astype(np.float32)  # small integer counts: exact
             a, e = auroc_eer_batch(pair_scores, same, w[:, i] * w[:, j])
             aurocs.append(a)
             eers.append(e)
