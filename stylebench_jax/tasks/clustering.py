@@ -10,12 +10,13 @@ texts with replacement, recompute the metric from the resampled (label, cluster)
 measures how much the score depends on which texts were sampled; it does not re-run k-means per
 replicate (1000 k-means fits would dominate the run time), so variation due to the k-means seed is
 not included. The interval is ``metrics.centred_interval`` (the replicates' spread around their own
-mean, placed at the reported value), not the plain percentile interval: resampling duplicates
-texts, duplicates always share a cluster, so V-measure and AMI replicates are biased upwards, often
-by more than their spread (simulation numbers in ``centred_interval``'s docstring). V-measure
-replicates are computed from weighted contingency tables in one vectorised pass; AMI needs its
-expected-MI term per replicate (~10 ms each at N = 10^4), so its interval uses the first
-``min(n_boot, AMI_MAX_BOOT)`` replicates of the same resampling stream.
+mean, placed at the reported value; clipped to V-measure's range [0, 1] and AMI's maximum 1), not
+the plain percentile interval: resampling duplicates texts, duplicates always share a cluster, so
+V-measure and AMI replicates are biased upwards, often by more than their spread (simulation
+numbers in ``centred_interval``'s docstring). V-measure replicates are computed from weighted
+contingency tables in one vectorised pass; AMI needs its expected-MI term per replicate (~10 ms
+each at N = 10^4), so its interval uses the first ``min(n_boot, AMI_MAX_BOOT)`` replicates of the
+same resampling stream.
 
 k-means and the AMI replicates run single-threaded (``threadpoolctl``): on this 2-core machine
 under load, MiniBatchKMeans on 11,000 x 384 took 15 s with 2 OpenMP threads and 0.5 s with one,
@@ -92,8 +93,10 @@ def cluster_scores(labels: Sequence, clusters: Sequence, *, seed: int = 0, n_boo
     with threadpool_limits(limits=1):
         ami_reps = bootstrap_replicates(ami_stat, n, n_boot=min(n_boot, AMI_MAX_BOOT), seed=seed)
     v, ami = v_measure(codes, cluster_codes), adjusted_mutual_info(codes, cluster_codes)
-    return [Score("v_measure", v, *centred_interval(v_reps, v), n),
-            Score("ami", ami, *centred_interval(ami_reps, ami), n)]
+    v_low, v_high = np.clip(centred_interval(v_reps, v), 0.0, 1.0)  # V-measure lies in [0, 1]
+    ami_low, ami_high = np.minimum(centred_interval(ami_reps, ami), 1.0)  # AMI <= 1, may be negative
+    return [Score("v_measure", v, float(v_low), float(v_high), n),
+            Score("ami", ami, float(ami_low), float(ami_high), n)]
 
 
 def cluster_embeddings(embeddings: np.ndarray, labels: Sequence, *, seed: int = 0,

@@ -108,3 +108,11 @@ def test_bad_inputs():
         cluster_embeddings(np.eye(3), [0, 0, 0])
     with pytest.raises(ValueError, match="more texts than labels"):
         cluster_embeddings(np.eye(2), [0, 1])
+
+
+def test_v_measure_interval_stays_in_range():
+    rng = np.random.default_rng(0)
+    labels, clusters = rng.integers(0, 8, 400), rng.integers(0, 8, 400)  # chance level, V near 0
+    v, ami = cluster_scores(labels, clusters, n_boot=300)
+    assert 0.0 <= v.ci_low <= v.ci_high <= 1.0
+    assert ami.ci_low < 0.0 < ami.ci_high <= 1.0
