@@ -10,6 +10,8 @@ A target is *relevant* to a query when their labels (author ids) are equal. Repo
 Definitions, tie convention and references are in ``metrics.retrieval``. Ranks are exact: query
 rows of the score matrix are computed block by block (at most ``_MAX_BLOCK_SCORES`` scores at once)
 and each relevant target's rank is counted against every other candidate, not read off a top-k list.
+The top-k kernel (``kernels.topk_cosine``) is therefore not used here: MRR needs the first relevant
+rank even when it lies beyond any fixed k, and ``mrr_steb`` needs every relevant target's rank.
 
 Pools. ``targets=None`` means leave-one-out: every query searches all *other* queries. When the
 queries are also inside a separate target list, ``query_target_index[q]`` names the target that is
