@@ -29,7 +29,7 @@ FILE = "bible_verses_8versions.tsv.gz"
 SOURCE = "github.com/keithecarlson/StyleTransferBibleData (commit 1c6c8ee)"
 LICENCE = "public domain (7 versions); LEB free-use licence with attribution"
 COLUMNS = ("book", "chapter", "verse") + BIBLE_VERSIONS
-N_VERSES = {"quick": 75, "full": 1000}  # verse ids per unit; texts = 8 x this
+N_VERSES = {"quick": 50, "full": 1000}  # verse ids per unit; texts = 8 x this
 
 
 def load_bible(data_root: str | Path) -> list[BibleVerse]:

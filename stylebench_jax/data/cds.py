@@ -25,7 +25,7 @@ NAME = "cds_samples"
 FILE = "cds_samples.tsv"
 SOURCE = "github.com/martiansideofthemoon/style-transfer-paraphrase (commit a705630, data_samples/)"
 LICENCE = "code MIT; texts under their original sources' terms (research only)"
-N_PER_STYLE = {"quick": 60, "full": 1000}
+N_PER_STYLE = {"quick": 40, "full": 1000}
 
 
 def load_cds(data_root: str | Path) -> list[CdsSentence]:

@@ -42,7 +42,7 @@ AUTHORS = ("HAMILTON", "MADISON", "JAY", "HAMILTON AND MADISON", "HAMILTON OR MA
 UNDISPUTED = ("HAMILTON", "MADISON", "JAY")
 DISPUTED = "HAMILTON OR MADISON"
 REFERENCE_ATTRIBUTION = "MADISON"  # Mosteller & Wallace (1964) for all 12 disputed papers
-QUICK_EXCERPT_WORDS = 400
+QUICK_EXCERPT_WORDS = 250
 N_PAIRS = {"quick": 100, "full": 500}
 
 _TAGS = ((r"\s*<d>\s*<d>\s*", " -- "), (r"\s*<d>\s*", "-"), (r"\s*<c>", ","), (r"\s*<p>", "."),

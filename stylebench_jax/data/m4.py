@@ -33,7 +33,7 @@ FILE = "m4_llama2_en_pairs.jsonl"
 SOURCE = "github.com/mbzuai-nlp/M4 (commit 3045ae6, data/*_llama2.jsonl)"
 LICENCE = "none stated (research use; cite Wang et al. 2024)"
 KEYS = ("domain", "model", "source", "source_id", "prompt", "human_text", "machine_text")
-N_PER_DOMAIN = {"quick": 20, "full": None}  # prompts per domain; None = all
+N_PER_DOMAIN = {"quick": 10, "full": None}  # prompts per domain; None = all
 
 
 def load_m4(data_root: str | Path) -> list[M4Pair]:

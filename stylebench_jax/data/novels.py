@@ -32,7 +32,7 @@ Units (STEB-style cross-book authorship retrieval, App. C.9, and verification pa
   ``full``: whole books as documents (the encoder chunks and pools). ``quick``: each query book
   gives ``QUICK_QUERY_EXCERPTS`` separate excerpts of ``QUICK_EXCERPT_WORDS`` words (one from each
   equal part of the book) and each target book one document made of ``QUICK_TARGET_EXCERPTS``
-  such excerpts joined by a blank line.
+  such excerpt(s) (joined by a blank line when more than one).
 - ``pair_predefined`` (subset ``cross-book``): every same-author pair of books from different
   works (positives) and as many random different-author pairs (negatives), seeded; books as in
   the targets (whole, or the quick sample document).
@@ -53,9 +53,9 @@ from stylebench_jax.data.sampling import balanced_pairs, excerpt, unit_rng
 from stylebench_jax.data.units import DatasetSpec, EvalUnit, check_size
 from stylebench_jax.errors import located
 
-QUICK_EXCERPT_WORDS = 300
-QUICK_QUERY_EXCERPTS = 3
-QUICK_TARGET_EXCERPTS = 2
+QUICK_EXCERPT_WORDS = 200
+QUICK_QUERY_EXCERPTS = 2
+QUICK_TARGET_EXCERPTS = 1
 N_PAIRS = {"quick": 200, "full": 2000}  # cap on positives (negatives match them)
 TRIM_FRACTION = 0.02
 MIN_WORDS = 1000

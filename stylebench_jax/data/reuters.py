@@ -15,15 +15,18 @@ Units (authorship, the classic C50 set-up: train = known texts, test = unknown):
 - ``clustering`` (same subset): all articles of the unit (queries and targets) by author, k = 50.
 
 Articles average ~500 words, longer than a 256/512-token window: the encoder chunks and pools.
+``quick`` takes 2 test queries and 3 train targets per author, each cut to its first
+``QUICK_LEAD_WORDS`` words (the lead paragraphs); ``full`` uses every article whole.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from stylebench_jax.data.readers import dataset_dir, read_table, require_file
 from stylebench_jax.data.records import ReutersArticle
-from stylebench_jax.data.sampling import unit_rng
+from stylebench_jax.data.sampling import lead, unit_rng
 from stylebench_jax.data.units import DatasetSpec, EvalUnit, check_size
 from stylebench_jax.errors import located
 
@@ -33,6 +36,7 @@ SOURCE = "UCI Reuter_50_50 via github.com/jgscott/STA380 (commit 691d1b0, data/R
 LICENCE = "CC BY 4.0 (UCI); texts from Reuters RCV1 (research agreement)"
 # per author: (test queries, train targets); None = all
 PER_AUTHOR = {"quick": (2, 3), "full": (None, None)}
+QUICK_LEAD_WORDS = 150  # quick: each article is cut to its first 150 words (full: whole articles)
 
 
 def load_reuters(data_root: str | Path) -> list[ReutersArticle]:
@@ -70,6 +74,11 @@ def build_units(data_root: str | Path, *, size: str = "quick", seed: int = 0) ->
     rng = unit_rng(seed, NAME, "test-vs-train")
     queries = _per_author(articles, "test", n_queries, rng)
     targets = _per_author(articles, "train", n_targets, rng)
+    if size == "quick":
+        queries = [dataclasses.replace(a, text=lead(a.text, QUICK_LEAD_WORDS)) for a in queries]
+        targets = [dataclasses.replace(a, text=lead(a.text, QUICK_LEAD_WORDS)) for a in targets]
+        query_texts = {q.text for q in queries}  # C50 has near-duplicate articles: same lead twice
+        targets = [t for t in targets if t.text not in query_texts]
     retrieval = {"query_texts": [q.text for q in queries], "query_labels": [q.author for q in queries],
                  "target_texts": [t.text for t in targets], "target_labels": [t.author for t in targets]}
     a, b, labels = [], [], []

@@ -122,6 +122,12 @@ def balanced_pairs(labels: Sequence[Hashable], n_pairs: int, rng: np.random.Gene
 _WORD = re.compile(r"\S+")
 
 
+def lead(text: str, n_words: int) -> str:
+    """The first ``n_words`` whitespace tokens of ``text`` (line breaks kept); whole text if shorter."""
+    spans = _take_words(text, 0, n_words)
+    return text[spans[0][0]:spans[-1][1]] if spans else text
+
+
 def excerpt(text: str, n_words: int, rng: np.random.Generator, *, lo: float = 0.0, hi: float = 1.0) -> str:
     """A contiguous excerpt of ``n_words`` whitespace tokens from the ``[lo, hi)`` part of ``text``.
 

@@ -174,8 +174,8 @@ def test_quick_suite_size_stays_small(quick_units):
     """The quick budget: a few thousand short texts, long texts few (see data.registry)."""
     unique = {text for units in quick_units.values() for u in units for text in u.texts()}
     long_texts = [t for t in unique if len(t) > 1500]
-    assert len(unique) < 9000 and len(long_texts) < 900
-    assert sum(map(len, unique)) < 6_000_000
+    assert len(unique) < 7000 and len(long_texts) < 400
+    assert sum(map(len, unique)) < 1_800_000
 
 
 def test_units_are_deterministic_per_seed(data_root, quick_units):
@@ -252,8 +252,9 @@ def test_m4_pairs_are_content_controlled(data_root, quick_units):
 def test_reuters_units(quick_units, data_root):
     retrieval, pairs, clustering = quick_units["reuters_c50"]
     queries, targets = retrieval.payload["query_texts"], retrieval.payload["target_texts"]
-    assert (len(queries), len(targets)) == (100, 150) and not set(queries) & set(targets)
+    assert len(queries) == 100 and 148 <= len(targets) <= 150 and not set(queries) & set(targets)
     assert len(set(retrieval.payload["query_labels"])) == 50
+    assert max(len(t.split()) for t in queries + targets) == reuters.QUICK_LEAD_WORDS
     assert pairs.payload["labels"].count(1) == pairs.payload["labels"].count(0) == 100
     full = load_units("reuters_c50", data_root, size="full")[0]
     assert (len(full.payload["query_texts"]), len(full.payload["target_texts"])) == (2500, 2500)
