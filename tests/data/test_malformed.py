@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from stylebench_jax.cli import main as cli_main
 from stylebench_jax.data.registry import DATASETS, load_units
 from stylebench_jax.errors import UserInputError
 
@@ -160,3 +161,21 @@ def test_onestopenglish_article_missing_a_level(tmp_path):
     with pytest.raises(UserInputError, match=r"by_level\.tsv:2:1: article 'A' lacks level\(s\) int"):
         load_units("onestopenglish", root)
 
+
+
+@pytest.mark.parametrize("dataset, files, bad, line, column, fragment", CASES, ids=[c[0] for c in CASES])
+def test_cli_exits_2_with_the_location(tmp_path, capsys, cache_dir, dataset, files, bad, line, column,
+                                       fragment):
+    """`stylebench eval` on a malformed dataset file: exit code 2, one line naming file:line:column."""
+    root = make_root(tmp_path, dataset, files)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"name: broken\ndatasets:\n  - dataset: {dataset}\n", encoding="utf-8")
+    code = cli_main(["eval", "--suite", str(suite), "--models", "baseline:char3gram",
+                     "--data-root", str(root), "--output", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("stylebench eval: error: "), err
+    where = f"{root / dataset / bad}:{line}" + (f":{column}" if column is not None else "")
+    assert f"error: {where}:" in lines[0] and fragment in lines[0], err
+    assert not (tmp_path / "out" / "results.jsonl").exists()
