@@ -68,7 +68,11 @@ def load_units(name: str, data_root: str | Path, *, size: str = "quick", seed: i
     if name not in DATASETS:
         raise UserInputError(f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}")
     check_size(size)
-    units = DATASETS[name].load(Path(data_root), size=size, seed=seed)
+    try:
+        units = DATASETS[name].load(Path(data_root), size=size, seed=seed)
+    except ValueError as error:  # files parse but hold too little to build a unit (one class, ...)
+        raise UserInputError(f"{Path(data_root) / name}: cannot build {name} units ({size}): "
+                             f"{error}") from None
     tasks = DATASETS[name].tasks
     for unit in units:
         if unit.dataset != name or unit.task not in tasks:  # a registry bug, not user input

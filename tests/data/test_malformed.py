@@ -179,3 +179,12 @@ def test_cli_exits_2_with_the_location(tmp_path, capsys, cache_dir, dataset, fil
     where = f"{root / dataset / bad}:{line}" + (f":{column}" if column is not None else "")
     assert f"error: {where}:" in lines[0] and fragment in lines[0], err
     assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_too_little_data_is_a_user_error(tmp_path):
+    """Files that parse but cannot make a unit (a single style) fail as bad input, not with a traceback."""
+    table = tsv(["style", "idx", "text"], ["aae", "0", "a"], ["aae", "1", "b"])
+    root = make_root(tmp_path, "cds_samples", {"cds_samples.tsv": table})
+    expected = r"cds_samples: cannot build cds_samples units \(quick\): only 1 label"
+    with pytest.raises(UserInputError, match=expected):
+        load_units("cds_samples", root)
