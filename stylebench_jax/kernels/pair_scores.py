@@ -178,17 +178,16 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
         per_pass = max(1, min(n_slots, max_fine_bytes // (mesh.shape["data"] * 8 * width)))
         per_pass = 1 << (per_pass - 1).bit_length()  # powers of two: few shapes to compile
         step = _hist_step(mesh, block, level, per_pass)
-        out = np.zeros((n_slots, width, 2), np.int64)
         luts_dev = tuple(jax.device_put(lut, rep) for lut in luts)
+        parts = []
         for slot0 in range(0, n_slots, per_pass):
             total = None
-            for tile_arr in tiles.calls():
+            for tile_arr in tiles.calls():  # int32 per call; several calls are summed in int64
                 part = jax.device_get(step(tile_arr, *data, luts_dev, jax.device_put(np.int32(slot0), rep)))
-                total = part.astype(np.int64) if total is None else total + part
-            stop = min(slot0 + per_pass, n_slots)
-            out[slot0:stop] = total.reshape(per_pass, width, 2)[: stop - slot0]
+                total = part if total is None else total.astype(np.int64) + part
+            parts.append(total.reshape(per_pass, width, 2)[: min(per_pass, n_slots - slot0)])
             stats["passes"] += 1
-        return out
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     stats = {"passes": 0, "refined_bins": 0}
     counts = histogram(0, (), 1)

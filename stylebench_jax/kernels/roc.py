@@ -29,9 +29,13 @@ LIMB = 21  # bits per limb in exact_dot: products < 2^42, 2^20 of them per parti
 
 def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
     """Exact ``sum(a * b)`` of non-negative int64 vectors with entries < 2^42, as a Python int."""
-    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
-    if a.size and (a.min() < 0 or b.min() < 0 or max(a.max(), b.max()) >= 1 << (2 * LIMB)):
+    a, b = np.asarray(a, np.int64).ravel(), np.asarray(b, np.int64).ravel()
+    if not a.size:
+        return 0
+    if a.min() < 0 or b.min() < 0 or max(a.max(), b.max()) >= 1 << (2 * LIMB):
         raise ValueError("exact_dot expects non-negative counts below 2^42")
+    if int(a.sum()) * int(b.max()) < 1 << 63:  # the sum itself bounds every partial sum
+        return int(np.dot(a, b))
     mask = (1 << LIMB) - 1
     a_limbs, b_limbs = (a & mask, a >> LIMB), (b & mask, b >> LIMB)
     total = 0
@@ -59,9 +63,11 @@ def roc_from_counts(pos: np.ndarray, neg: np.ndarray) -> dict:
 def twice_u(pos: np.ndarray, neg: np.ndarray) -> int:
     """``2 U`` (exact int) for counts ``[..., T]`` ascending along the last axis; leading axes are
     independent groups whose results are summed (used for many histogram bins at once)."""
-    pos, neg = np.asarray(pos, np.int64), np.asarray(neg, np.int64)
-    neg_below = np.cumsum(neg, axis=-1) - neg
-    return exact_dot(pos.ravel(), (2 * neg_below + neg).ravel())
+    neg = np.asarray(neg)
+    weight = np.cumsum(neg, axis=-1, dtype=np.int64)  # 2 * (negatives below) + negatives here
+    weight *= 2
+    weight -= neg
+    return exact_dot(np.asarray(pos), weight)
 
 
 def eer_from_counts(pos: np.ndarray, neg: np.ndarray) -> float:

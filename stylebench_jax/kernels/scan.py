@@ -241,10 +241,7 @@ def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups
 
     def chunks():
         for start in range(0, n, chunk_rows):
-            rows = read_rows(source, start, start + chunk_rows)
-            if rows.shape[0] < chunk_rows:
-                pad = np.zeros((chunk_rows - rows.shape[0], rows.shape[1]), np.float32)
-                rows = np.concatenate([rows, pad])
+            rows = read_rows(source, start, start + chunk_rows, rows=chunk_rows)
             groups = None
             if candidate_groups is not None:
                 groups = np.zeros(chunk_rows, np.int32)
