@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,7 +78,7 @@ def score_tables(scores: Mapping[str, Any]) -> list[ScoreTable]:
                  "across clusters; overall = mean of columns."]
         notes += [f"{column} clusters: " + " | ".join("{" + ", ".join(group) + "}" for group in groups)
                   for column, groups in operational["clusters"].items()]
-        notes += operational["notes"]
+        notes += [_shorten(note) for note in operational["notes"]]
         tables.append(ScoreTable(title, tuple(operational["columns"]), operational["table"], tuple(notes)))
     definitional = scores["definitional"]
     title = "STEB definitional grouping (object of study, linguistic features, content independence)"
@@ -87,6 +88,18 @@ def score_tables(scores: Mapping[str, Any]) -> list[ScoreTable]:
         notes = [f"{group}: {', '.join(members)}" for group, members in definitional["members"].items()]
         if definitional["unassigned"]:
             notes.append(f"not in any group: {', '.join(definitional['unassigned'])}")
-        notes += definitional["notes"]
+        notes += [_shorten(note) for note in definitional["notes"]]
         tables.append(ScoreTable(title, tuple(definitional["columns"]), definitional["table"], tuple(notes)))
     return tables
+
+
+def _shorten(note: str, keep: int = 3) -> str:
+    """``"m: no x score (missing a, b, c, d, e)"`` -> ``"... (missing 5 units: a, b, c, ...)"`` for the
+    report (scores.json keeps the full note)."""
+    match = re.search(r"\(missing (.*)\)$", note)
+    if not match:
+        return note
+    units = match.group(1).split(", ")
+    if len(units) <= keep + 1:
+        return note
+    return f"{note[:match.start()]}(missing {len(units)} units: {', '.join(units[:keep])}, ...)"

@@ -20,6 +20,7 @@ from stylebench_jax.report.tables import (
     TaskTable,
     format_cell,
     format_value,
+    group_skipped,
     report_tables,
     task_tables,
     task_title,
@@ -130,10 +131,12 @@ def render_html(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]
         body.append(_img(plots.bar_chart(table), f"{table.task} bar chart"))
         body.append(_task_table_html(table))
     if skipped:
-        body.append("<h2>Not applicable</h2><table><tr><th>model</th><th>dataset</th><th>subset</th>"
-                    "<th>task</th><th>reason</th></tr>")
-        fields = ("model", "dataset", "subset", "task", "reason")
-        body += ["<tr>" + "".join(f"<td>{_e(r[f])}</td>" for f in fields) + "</tr>" for r in skipped]
+        fields = ("model", "task", "units", "reason")
+        body.append(f'<h2>Not applicable</h2><p class="note">{len(skipped)} model x unit combinations '
+                    "cannot run (no numbers are reported for them; skipped.jsonl lists each).</p><table><tr>"
+                    + "".join(f"<th>{f}</th>" for f in fields) + "</tr>")
+        body += ["<tr>" + "".join(f'<td style="text-align:left;white-space:normal">{_e(r[f])}</td>'
+                                  for f in fields) + "</tr>" for r in group_skipped(skipped)]
         body.append("</table>")
     body.append(f"<details><summary>All metrics ({len(rows)} rows, as in results.jsonl)</summary>"
                 f"{_full_table(rows)}</details>")

@@ -7,7 +7,14 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from stylebench_jax.report.tables import TaskTable, format_cell, format_value, report_tables, task_title
+from stylebench_jax.report.tables import (
+    TaskTable,
+    format_cell,
+    format_value,
+    group_skipped,
+    report_tables,
+    task_title,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,9 +93,11 @@ def render_leaderboard(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[st
         for score in scores:
             parts += [score_table_markdown(score), ""]
     if skipped:
-        fields = ("model", "dataset", "subset", "task", "reason")
-        parts += ["## Not applicable", "", "| " + " | ".join(fields) + " |", "|---" * len(fields) + "|"]
-        for row in skipped:
+        fields = ("model", "task", "units", "reason")
+        parts += ["## Not applicable", "", f"{len(skipped)} model x unit combinations cannot run "
+                  "(no numbers are reported for them; skipped.jsonl lists each):", "",
+                  "| " + " | ".join(fields) + " |", "|---" * len(fields) + "|"]
+        for row in group_skipped(skipped):
             parts.append("| " + " | ".join(_escape(row[f]) for f in fields) + " |")
         parts.append("")
     return "\n".join(parts).rstrip() + "\n"

@@ -122,3 +122,14 @@ def format_cell(cell: Cell | None, digits: int = 3) -> str:
     if _finite(cell.ci_low) and _finite(cell.ci_high):
         text += f" [{cell.ci_low:.{digits}f}, {cell.ci_high:.{digits}f}]"
     return text
+
+
+def group_skipped(skipped: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """Skipped rows merged per (model, task, reason): ``{"model", "task", "reason", "units"}`` where
+    ``units`` lists the ``dataset[/subset]`` names, in sorted order."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for row in skipped:
+        unit = row["dataset"] if row["subset"] in ("", "all") else f"{row['dataset']}/{row['subset']}"
+        groups.setdefault((row["model"], row["task"], row["reason"]), []).append(unit)
+    return [{"model": model, "task": task, "reason": reason, "units": ", ".join(sorted(units))}
+            for (model, task, reason), units in sorted(groups.items())]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables
+from stylebench_jax.evaluation.aggregate import _shorten, aggregate_scores, score_tables
 
 
 def rows_for(models):
@@ -47,3 +47,9 @@ def test_operational_absent_with_two_models_says_why():
     assert "at least 3 models, got 2" in scores["operational"]["reason"]
     table = score_tables(scores)[0]
     assert not table.available and "at least 3 models" in table.notes[0]
+
+
+def test_long_missing_lists_are_shortened_for_the_report():
+    note = "m: no clustering score (missing a/x, b/y, c, d, e)"
+    assert _shorten(note) == "m: no clustering score (missing 5 units: a/x, b/y, c, ...)"
+    assert _shorten("m: no probing score (missing a, b)") == "m: no probing score (missing a, b)"

@@ -74,6 +74,15 @@ def test_report_is_reproducible(tmp_path):
         assert one.read_bytes() == two.read_bytes()
 
 
+def test_skipped_rows_are_grouped_per_model_task_reason(tmp_path):
+    reason = "x gives only pairwise similarities, not vectors"
+    skipped = [{"model": "x", "dataset": d, "subset": s, "task": "clustering", "reason": reason}
+               for d, s in (("pastel", "age"), ("cds", "all"), ("pastel", "gender"))]
+    markdown = write_report(tmp_path, ROWS, skipped, [], title="t")[0].read_text()
+    assert f"| x | clustering | cds, pastel/age, pastel/gender | {reason} |" in markdown
+    assert "3 model x unit combinations cannot run" in markdown
+
+
 def test_exact_ties_are_all_best(tmp_path):
     rows = [row(m, "stel", "formality", "order_quad", "accuracy", v, v, v, 100) for m, v in
             (("a", 0.07), ("b", 0.07), ("c", 0.05))]
