@@ -23,6 +23,7 @@ from typing import Any
 from tqdm import tqdm
 
 from stylebench_jax import __version__
+from stylebench_jax.cache import EmbeddingCache
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables
 from stylebench_jax.evaluation.dispatch import TaskDispatcher
@@ -65,7 +66,7 @@ class EvalOutcome:
         computed, reused = len(self.outcome.computed), len(self.outcome.reused)
         skipped = sum(1 for c in self.outcome.cells if c.status != "ok")
         lines = [f"suite {self.suite}: {len(self.outcome.cells)} cells ({computed} computed, "
-                 f"{reused} reused, {skipped} not applicable) in {self.wall_seconds:.1f} s"]
+                 f"{reused} reused; {skipped} of all not applicable) in {self.wall_seconds:.1f} s"]
         lines += [f"  {name:<15} {path}" for name, path in self.files.items()]
         return "\n".join(lines)
 
@@ -120,13 +121,6 @@ def _load_units(suite, datasets: list[tuple[str, str]], data_root: Path, seed: i
     return units, seconds
 
 
-def _embed_fn(request: EvalRequest):
-    from stylebench_jax.cache import EmbeddingCache
-
-    cache = EmbeddingCache(request.cache_dir, enabled=request.use_cache)
-    return cache, cache.embed
-
-
 def _environment() -> dict[str, Any]:
     import jax
 
@@ -143,46 +137,60 @@ def run_evaluation(request: EvalRequest) -> EvalOutcome:
     _check_request(request)
     suite = load_suite(request.suite)
     datasets = _select_datasets(suite, request.datasets)
-    output_dir = Path(request.output_dir)
+    mesh = _mesh(request.mesh)
     models = _resolve_models(request)
     units, load_seconds = _load_units(suite, datasets, request.data_root, request.seed, request.progress)
-    cache, embed_fn = _embed_fn(request)
+    cache = EmbeddingCache(request.cache_dir, enabled=request.use_cache)
     settings = EvalSettings(seed=request.seed, n_boot=request.n_boot, force=request.force,
                             progress=request.progress)
     cell_start = time.perf_counter()
-    outcome = run_cells(models, units, output_dir / "cells", settings=settings,
-                        task_runner=TaskDispatcher(mesh=_mesh(request.mesh)), embed_fn=embed_fn)
-    cell_seconds = time.perf_counter() - cell_start
+    outcome = run_cells(models, units, Path(request.output_dir) / "cells", settings=settings,
+                        task_runner=TaskDispatcher(mesh=mesh), embed_fn=cache.embed)
+    timing = {"cells_seconds": round(time.perf_counter() - cell_start, 3), "load_seconds": load_seconds}
 
+    files, scores = _write_outputs(request, suite.name, datasets, models, outcome)
+    timing["wall_seconds"] = round(time.perf_counter() - started, 3)
+    run_info = _run_info(request, suite, datasets, models, outcome, cache, timing)
+    files["run_info"] = Path(request.output_dir) / "run_info.json"
+    write_text_atomic(files["run_info"], json.dumps(run_info, indent=1) + "\n")
+    return EvalOutcome(Path(request.output_dir), suite.name, outcome, scores, files, timing["wall_seconds"])
+
+
+def _write_outputs(request: EvalRequest, suite_name: str, datasets, models: list[ModelEntry],
+                   outcome: CellsOutcome) -> tuple[dict[str, Path], dict[str, Any]]:
+    """results.jsonl, skipped.jsonl, scores.json, leaderboard.md, report.html; returns their paths."""
+    output_dir = Path(request.output_dir)
     rows, skipped = result_rows(outcome.cells), skipped_rows(outcome.cells)
     results_path, skipped_path = write_result_files(output_dir, outcome.cells)
     scores = aggregate_scores(rows)
     scores_path = output_dir / "scores.json"
     write_text_atomic(scores_path, json.dumps(scores, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    description = [f"Suite {suite.name!r}: {', '.join(f'{name} ({size})' for name, size in datasets)}.",
+    description = [f"Suite {suite_name!r}: {', '.join(f'{name} ({size})' for name, size in datasets)}.",
                    f"Models: {', '.join(m.label for m in models)}. Seed {request.seed}, "
                    f"{request.n_boot} bootstrap replicates. stylebench_jax {__version__}."]
     markdown_path, html_path = write_report(output_dir, rows, skipped, score_tables(scores),
-                                            title=f"stylebench eval — {suite.name}", description=description)
-    wall = time.perf_counter() - started
-    run_info = {
+                                            title=f"stylebench eval — {suite_name}", description=description)
+    files = {"results": results_path, "skipped": skipped_path, "scores": scores_path,
+             "leaderboard": markdown_path, "report": html_path}
+    return files, scores
+
+
+def _run_info(request: EvalRequest, suite, datasets, models: list[ModelEntry], outcome: CellsOutcome,
+              cache: EmbeddingCache, timing: dict[str, Any]) -> dict[str, Any]:
+    """What run_info.json records: the request, per-cell timings, cache use and the environment."""
+    return {
         "suite": suite.name, "suite_file": str(suite.path), "data_root": str(request.data_root),
         "datasets": [{"name": n, "size": s} for n, s in datasets],
         "models": [{"label": m.label, "identity": m.identity} for m in models],
         "seed": request.seed, "n_boot": request.n_boot, "force": request.force,
         "options": {k: str(v) if isinstance(v, Path) else v for k, v in request.options.items()},
-        "wall_seconds": round(wall, 3), "cells_seconds": round(cell_seconds, 3), "load_seconds": load_seconds,
+        **timing,
         "cells": [{**dataclasses.asdict(t.key), "status": t.status, "seconds": round(t.seconds, 3),
                    "embed_seconds": round(t.embed_seconds, 3)} for t in outcome.timings],
         "cache": {"enabled": request.use_cache, "root": str(cache.root), "hits": cache.hits,
                   "misses": cache.misses},
         "environment": _environment(),
     }
-    run_info_path = output_dir / "run_info.json"
-    write_text_atomic(run_info_path, json.dumps(run_info, indent=1) + "\n")
-    files = {"results": results_path, "skipped": skipped_path, "scores": scores_path,
-             "leaderboard": markdown_path, "report": html_path, "run_info": run_info_path}
-    return EvalOutcome(output_dir, suite.name, outcome, scores, files, wall)
 
 
 def _mesh(spec: str | None):

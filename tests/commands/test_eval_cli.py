@@ -34,6 +34,7 @@ def one_line_error(code, err):
     (["--models", "baseline:char3gram", "--suite", "stel", "--datasets", "atlantis"], "unknown dataset"),
     (["--models", "baseline:char3gram", "--suite", "stel", "--datasets", "cds_samples"], "not in suite"),
     (["--models", "baseline:char3gram", "--suite", "stel", "--n-boot", "0"], "--n-boot"),
+    (["--models", "baseline:char3gram", "--suite", "stel", "--mesh", "data=x"], "--mesh"),
 ])
 def test_bad_arguments_exit_2_with_one_line(capsys, tmp_path, data_root, cache_dir, args, expected):
     code, _, err = run_cli(capsys, *args, "--output", str(tmp_path / "out"), "--data-root", str(data_root))
