@@ -84,18 +84,20 @@ def _score_html(score: ScoreTable) -> str:
 
 
 def _overview_heatmap(tables: Sequence[TaskTable]) -> bytes | None:
+    """Rows = task units (``task: dataset[/subset]``), columns = models: tall rather than wide,
+    since suites have many more units than models are compared."""
     models = sorted({m for t in tables for m in t.models})
-    columns = [(t, c) for t in tables for c in t.columns]
-    if not models or not columns:
+    units = [(t, c) for t in tables for c in t.columns]
+    if not models or not units:
         return None
-    values = np.full((len(models), len(columns)), np.nan)
-    for j, (table, column) in enumerate(columns):
-        for i, model in enumerate(models):
+    values = np.full((len(units), len(models)), np.nan)
+    for i, (table, column) in enumerate(units):
+        for j, model in enumerate(models):
             cell = table.cells.get((model, column))
             if cell is not None:
                 values[i, j] = cell.value
-    labels = [f"{column} ({t.task})" for t, column in columns]
-    return plots.heatmap(models, labels, values, "primary metric per dataset (blank = not run)")
+    labels = [f"{t.task} ({t.metric}): {column}" for t, column in units]
+    return plots.heatmap(labels, models, values, "primary metric (blank = not run)")
 
 
 def _full_table(rows: Sequence[dict[str, Any]]) -> str:

@@ -75,21 +75,23 @@ def _all_in_unit(table: TaskTable) -> bool:
     return bool(values) and min(values) >= 0.0 and max(values) <= 1.0
 
 
-def heatmap(models: Sequence[str], columns: Sequence[str], values: np.ndarray, title: str) -> bytes:
-    """``values``: ``[len(models), len(columns)]`` float, NaN = not run; cells annotated with values."""
+def heatmap(rows: Sequence[str], columns: Sequence[str], values: np.ndarray, title: str) -> bytes:
+    """``values``: ``[len(rows), len(columns)]`` float in [0, 1], NaN = not run (blank); every cell
+    is annotated with its value."""
     plt = _pyplot()
     values = np.asarray(values, dtype=np.float64)
-    size = (max(5.0, 1.6 + 0.62 * len(columns)), max(2.2, 0.9 + 0.38 * len(models)))
+    size = (max(5.0, 2.0 + 0.75 * len(columns)), max(2.2, 1.2 + 0.26 * len(rows)))
     figure, axis = plt.subplots(figsize=size)
     masked = np.ma.masked_invalid(values)
     image = axis.imshow(masked, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    axis.set_xticks(range(len(columns)), columns, rotation=40, ha="right", fontsize=8)
-    axis.set_yticks(range(len(models)), models, fontsize=8)
+    axis.xaxis.tick_top()
+    axis.set_xticks(range(len(columns)), columns, rotation=35, ha="left", fontsize=8)
+    axis.set_yticks(range(len(rows)), rows, fontsize=8)
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
             if math.isfinite(values[i, j]):
                 axis.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=7,
                           color="white" if values[i, j] < 0.6 else "black")
-    figure.colorbar(image, ax=axis, fraction=0.03, pad=0.02)
+    figure.colorbar(image, ax=axis, fraction=0.04, pad=0.02, shrink=min(1.0, 12 / max(len(rows), 1)))
     axis.set_title(title, fontsize=10)
     return _png(figure)
