@@ -25,13 +25,16 @@ identity, data, seed and --n-boot) unless --force is given.
 Outputs in DIR:
   results.jsonl   one line per model x dataset x subset x task x metric:
                   {"model","dataset","subset","task","metric","primary","value","ci_low","ci_high","n"}
-                  in a canonical order; the same command twice gives the same bytes
+                  in a canonical order; the same command twice gives the same bytes. It
+                  covers this command's models and datasets only (cells of other runs into
+                  the same DIR stay in DIR/cells)
   skipped.jsonl   model x task combinations that cannot run (e.g. a similarity-only baseline
                   on clustering), with the reason
   scores.json     STEB operational score (needs >= 3 models) and definitional grouping
   leaderboard.md  per task: models x datasets, primary metric [95% CI]; aggregate scores
   report.html     the same with plots, one self-contained file
-  run_info.json   timings, cache hits, versions, the command line (not part of results)
+  run_info.json   per-cell timings, cache hits, model identities, versions, the options
+                  (kept out of results.jsonl so that file stays reproducible)
 
 Models: 'minilm', a local model directory, or 'baseline:<name>' (e.g. baseline:char3gram,
 baseline:punctuation, baseline:word_length, baseline:uppercase, baseline:levenshtein,
@@ -44,7 +47,7 @@ examples:
       --models baseline:char3gram,baseline:punctuation,baseline:word_length,\
 baseline:uppercase,baseline:levenshtein
   stylebench eval --suite quick --models minilm,baseline:char3gram,baseline:tfidf --output runs/quick
-  stylebench eval --suite full --models ./my-model --datasets stel,cds --output runs/mine --force
+  stylebench eval --suite full --models ./my-model --datasets stel,cds_samples --output runs/mine --force
 """
 
 
