@@ -80,9 +80,8 @@ def local_scan(state, rows, row_groups, queries, query_ids, query_groups, base, 
         x = lax.dynamic_slice_in_dim(rows, b * cfg.block, cfg.block)
         gidx = start + b * cfg.block + jnp.arange(cfg.block, dtype=jnp.int32)
         valid = gidx < n_valid
-        finite = jnp.isfinite(x).all(axis=1)
-        bad = jnp.minimum(bad, jnp.min(jnp.where(valid & ~finite, gidx, INT_MAX)))
-        sq = jnp.sum(x * x, axis=1)
+        sq = jnp.sum(x * x, axis=1)  # NaN/inf anywhere in a row (or |x| > ~1e19) makes it non-finite
+        bad = jnp.minimum(bad, jnp.min(jnp.where(valid & ~jnp.isfinite(sq), gidx, INT_MAX)))
         if cfg.normalize:
             scale = jnp.where(sq > 0, lax.rsqrt(jnp.where(sq > 0, sq, 1.0)), 0.0)
             x = x * scale[:, None]

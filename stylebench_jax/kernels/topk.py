@@ -62,7 +62,8 @@ DEFAULT_QUERY_BATCH = 1024     # queries scored together; bounds the [queries, b
 BF16_UNIT = 2.0 ** -8
 
 class NonFiniteRowError(ValueError):
-    """A candidate row holds NaN or infinity; ``row`` is its index in the pool."""
+    """A candidate row holds NaN or infinity (or values whose squares overflow float32, |x| >
+    ~1.8e19: the check is that the row's squared norm is finite); ``row`` is its pool index."""
 
     def __init__(self, row: int):
         super().__init__(f"candidate row {row} holds NaN or infinity")

@@ -1,0 +1,324 @@
+"""Exact top-k cosine search at scale: ours (float32 and certified bfloat16) vs NumPy and faiss.
+
+    python benchmarks/bench_topk.py --n 1000000 --q 1000,10 --dim 384 --k 10 \\
+        --memmap-gib 4 --pairs-n 50000 --json benchmarks/results/topk.json
+
+One run, one seeded data set (unit-norm Gaussian rows) for every method and query count:
+
+* ours: ``topk_cosine`` streaming the in-memory candidate matrix block by block (float32, and
+  bfloat16 matmul + certified float32 re-scoring); one warm-up call first (compilation).
+* numpy: full ``[q_chunk, N]`` score blocks (BLAS sgemm) + ``argpartition``; the exact reference.
+* faiss: ``IndexFlatIP`` (exact; BLAS sgemm + heaps), when faiss-cpu is installed.
+
+``recall_vs_exact`` = |returned ∩ NumPy top-k| / k averaged over queries. ``peak_rss_mb`` is the
+peak resident memory sampled (5 ms) while the method runs, the candidate matrix included;
+``working_set_mb`` subtracts the resident memory just before. GFLOP/s counts 2 Q N D flops and is
+compared with this machine's matmul peak, measured here (best of NumPy sgemm and XLA float32 and
+bfloat16 dots on large operands).
+
+``--memmap-gib G`` writes a G GiB pool to /tmp and searches it through the ``.npy`` path (block
+reads, bounded memory) in a child process, so its RSS is its own. ``--pairs-n M`` times the exact
+all-pairs AUROC/EER over M(M-1)/2 pairs, also in a child process. The load average is stored:
+the 2 cores may be shared with other jobs, which slows every method alike only roughly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from stylebench_jax.kernels import all_pairs_auroc_eer, topk_cosine  # noqa: E402
+
+
+class PeakRss:
+    """Sample this process's RSS every ``interval`` seconds inside a ``with`` block."""
+
+    def __init__(self, interval: float = 0.005):
+        self.interval, self.proc = interval, psutil.Process()
+
+    def __enter__(self):
+        self.before = self.peak = self.proc.memory_info().rss
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self):
+        while not self.stop.is_set():
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+            time.sleep(self.interval)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        self.peak = max(self.peak, self.proc.memory_info().rss)
+
+    @property
+    def peak_mb(self) -> float:
+        return self.peak / 2**20
+
+    @property
+    def working_mb(self) -> float:
+        return (self.peak - self.before) / 2**20
+
+
+def unit_rows(rng, n: int, dim: int, chunk: int = 1 << 16) -> np.ndarray:
+    out = np.empty((n, dim), np.float32)
+    for start in range(0, n, chunk):
+        block = rng.standard_normal((min(chunk, n - start), dim), dtype=np.float32)
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        out[start:start + block.shape[0]] = block
+    return out
+
+
+def best_time(fn, repeats: int):
+    """(best seconds, last result) over ``repeats`` calls."""
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def matmul_peak(dim: int) -> dict:
+    """GFLOP/s of NumPy sgemm and XLA float32/bfloat16 dots, [2048, dim] x [dim, 65536]."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2048, dim), dtype=np.float32)
+    b = rng.standard_normal((65536, dim), dtype=np.float32)
+    flops = 2 * a.shape[0] * b.shape[0] * dim
+    out = {}
+    out["numpy_sgemm"] = flops / best_time(lambda: a @ b.T, 3)[0] / 1e9
+    a_dev, b_dev = jnp.asarray(a), jnp.asarray(b)
+    f32 = jax.jit(lambda x, y: jnp.dot(x, y.T, precision=jax.lax.Precision.HIGHEST))
+    bf16 = jax.jit(lambda x, y: jax.lax.dot_general(
+        x.astype(jnp.bfloat16), y.astype(jnp.bfloat16), (((1,), (1,)), ((), ())),
+        preferred_element_type=jnp.float32))
+    for name, fn in (("xla_f32", f32), ("xla_bf16", bf16)):
+        fn(a_dev, b_dev).block_until_ready()
+        out[name] = flops / best_time(lambda fn=fn: fn(a_dev, b_dev).block_until_ready(), 3)[0] / 1e9
+    return out
+
+
+def numpy_topk(q: np.ndarray, c: np.ndarray, k: int, q_chunk: int = 128) -> np.ndarray:
+    """Exact top-k by full score blocks, ties by lower index (stable sort of the partition)."""
+    out = np.empty((q.shape[0], k), np.int64)
+    for lo in range(0, q.shape[0], q_chunk):
+        s = q[lo:lo + q_chunk] @ c.T
+        part = np.argpartition(-s, k - 1, axis=1)[:, :k]
+        vals = np.take_along_axis(s, part, 1)
+        order = np.lexsort((part, -vals), axis=1)
+        out[lo:lo + q_chunk] = np.take_along_axis(part, order, 1)
+    return out
+
+
+def recall(found: np.ndarray, exact: np.ndarray) -> float:
+    return float(np.mean([len(set(f) & set(e)) / len(e) for f, e in zip(found.tolist(), exact.tolist())]))
+
+
+def run_regime(c, q, k, args, peak_gflops) -> dict:
+    n, dim = c.shape
+    flops = 2.0 * q.shape[0] * n * dim
+    row = {"n": n, "q": q.shape[0], "dim": dim, "k": k, "candidates_mb": c.nbytes / 2**20}
+    with PeakRss() as rss:
+        numpy_s, exact = best_time(lambda: numpy_topk(q, c, k), 1)
+    row.update(numpy_s=numpy_s, numpy_peak_rss_mb=rss.peak_mb, numpy_working_set_mb=rss.working_mb)
+    for precision, key in (("float32", "ours"), ("bfloat16", "ours_bf16")):
+        def search(precision=precision):
+            return topk_cosine(q, c, k, precision=precision, block_size=args.block_size,
+                               chunk_rows=args.chunk_rows)
+        topk_cosine(q, c[: args.chunk_rows], k, precision=precision, block_size=args.block_size,
+                    chunk_rows=args.chunk_rows)  # compile for these shapes
+        with PeakRss() as rss:
+            seconds, result = best_time(search, args.repeats)
+        gflops = flops / seconds / 1e9
+        row.update({f"{key}_s": seconds, f"{key}_recall_vs_exact": recall(result.indices, exact),
+                    f"{key}_peak_rss_mb": rss.peak_mb, f"{key}_working_set_mb": rss.working_mb,
+                    f"{key}_gflops": gflops, f"{key}_fraction_of_peak": gflops / peak_gflops})
+        if precision == "bfloat16":
+            row["ours_bf16_recomputed_queries"] = result.n_recomputed
+    row["recall_vs_exact"] = row["ours_recall_vs_exact"]
+    row["peak_rss_mb"] = row["ours_peak_rss_mb"]
+    try:
+        import faiss
+    except ImportError:
+        row["faiss_s"] = None
+        return row
+    with PeakRss() as rss:
+        start = time.perf_counter()
+        index = faiss.IndexFlatIP(dim)
+        index.add(c)
+        row["faiss_add_s"] = time.perf_counter() - start
+        seconds, (_, found) = best_time(lambda index=index: index.search(q, k), args.repeats)
+    row.update(faiss_s=seconds, faiss_recall_vs_exact=recall(found, exact), faiss_peak_rss_mb=rss.peak_mb,
+               faiss_working_set_mb=rss.working_mb, faiss_gflops=flops / seconds / 1e9)
+    del index
+    return row
+
+
+def write_pool(path: Path, n: int, dim: int, seed: int) -> None:
+    """A float32 unit-row ``.npy`` of ``n x dim`` written block by block (never whole in memory)."""
+    rng = np.random.default_rng(seed)
+    header = {"descr": "<f4", "fortran_order": False, "shape": (n, dim)}
+    with open(path, "wb") as handle:
+        np.lib.format.write_array_header_2_0(handle, header)
+        for start in range(0, n, 1 << 16):
+            handle.write(unit_rows(rng, min(1 << 16, n - start), dim).tobytes())
+
+
+def memmap_part(args) -> dict:
+    dim, q_rows = args.dim, int(args.q.split(",")[0])
+    n = int(args.memmap_gib * 2**30 // (4 * dim))
+    path = Path(args.memmap_dir) / f"stylebench_bench_pool_{n}x{dim}.npy"
+    if not path.exists() or path.stat().st_size < n * dim * 4:
+        write_pool(path, n, dim, args.seed + 1)
+    q = unit_rows(np.random.default_rng(args.seed + 2), q_rows, dim)
+    topk_cosine(q, np.load(path, mmap_mode="r")[: args.chunk_rows], args.k, block_size=args.block_size,
+                chunk_rows=args.chunk_rows)  # compile
+    out = {"n": n, "q": q_rows, "dim": dim, "k": args.k, "file_gib": path.stat().st_size / 2**30}
+    for precision, key in (("float32", "memmap"), ("bfloat16", "memmap_bf16")):
+        with PeakRss() as rss:
+            start = time.perf_counter()
+            topk_cosine(q, path, args.k, precision=precision, block_size=args.block_size,
+                        chunk_rows=args.chunk_rows)
+            seconds = time.perf_counter() - start
+        out.update({f"{key}_s": seconds, f"{key}_gflops": 2.0 * q_rows * n * dim / seconds / 1e9,
+                    f"{key}_peak_rss_mb": rss.peak_mb, f"{key}_working_set_mb": rss.working_mb})
+    if not args.keep_pool:
+        path.unlink()
+    return out
+
+
+def pairs_part(args) -> dict:
+    rng = np.random.default_rng(args.seed + 3)
+    n = args.pairs_n
+    labels = rng.integers(0, max(2, n // 50), n)
+    centres = rng.standard_normal((labels.max() + 1, args.dim)).astype(np.float32)
+    x = rng.standard_normal((n, args.dim)).astype(np.float32) + 0.5 * centres[labels]
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    with PeakRss() as rss:
+        start = time.perf_counter()
+        result = all_pairs_auroc_eer(x, labels, block_size=args.pairs_block)
+        seconds = time.perf_counter() - start
+    return {"n": n, "dim": args.dim, "pairs": result["n_pairs"], "seconds": seconds,
+            "pairs_per_s": result["n_pairs"] / seconds, "auroc": result["auroc"], "eer": result["eer"],
+            "passes": result["passes"], "refined_bins": result["refined_bins"],
+            "peak_rss_mb": rss.peak_mb, "working_set_mb": rss.working_mb,
+            "embeddings_mb": x.nbytes / 2**20}
+
+
+def child(part: str, argv: list[str]) -> dict:
+    command = [sys.executable, __file__, *argv, "--part", part]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"{part} part failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def print_table(results: dict) -> None:
+    peaks = results["peak_gflops"]
+    print("\nmatmul peak on this CPU (GFLOP/s): " + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()))
+    print(f"load average at start: {results['loadavg']}")
+    head = (f"{'N':>9} {'Q':>5} {'D':>4} {'k':>3} | {'method':<10} {'seconds':>8} {'GFLOP/s':>8} "
+            f"{'%peak':>6} {'recall':>7} {'peak RSS MB':>11} {'working MB':>10}")
+    print(head)
+    print("-" * len(head))
+    peak = max(peaks.values())
+    methods = (("ours", "ours f32"), ("ours_bf16", "ours bf16"), ("numpy", "numpy"), ("faiss", "faiss"))
+    for row in results["regimes"]:
+        flops = 2.0 * row["q"] * row["n"] * row["dim"]
+        for key, name in methods:
+            seconds = row.get(f"{key}_s")
+            if seconds is None:
+                continue
+            gflops = flops / seconds / 1e9
+            print(f"{row['n']:>9} {row['q']:>5} {row['dim']:>4} {row['k']:>3} | {name:<10} {seconds:>8.3f} "
+                  f"{gflops:>8.1f} {100 * gflops / peak:>5.0f}% "
+                  f"{row.get(f'{key}_recall_vs_exact', 1.0):>7.4f} "
+                  f"{row.get(f'{key}_peak_rss_mb', float('nan')):>11.0f} "
+                  f"{row.get(f'{key}_working_set_mb', float('nan')):>10.0f}")
+        if row.get("faiss_s"):
+            print(f"{'':>26} ours/faiss time: f32 {row['ours_s'] / row['faiss_s']:.2f}, "
+                  f"bf16 {row['ours_bf16_s'] / row['faiss_s']:.2f}; candidates {row['candidates_mb']:.0f} MB")
+    if "memmap" in results:
+        m = results["memmap"]
+        print(f"\nmemmap .npy pool {m['n']} x {m['dim']} ({m['file_gib']:.2f} GiB), Q={m['q']}, k={m['k']}:")
+        for key, name in (("memmap", "f32"), ("memmap_bf16", "bf16")):
+            print(f"  {name}: {m[key + '_s']:.2f} s, {m[key + '_gflops']:.0f} GFLOP/s, "
+                  f"peak RSS {m[key + '_peak_rss_mb']:.0f} MB "
+                  f"(working set {m[key + '_working_set_mb']:.0f} MB)")
+    if "all_pairs" in results:
+        p = results["all_pairs"]
+        print(f"all-pairs AUROC/EER N={p['n']} D={p['dim']} ({p['pairs']:.3g} pairs): {p['seconds']:.1f} s, "
+              f"{p['pairs_per_s'] / 1e6:.0f} M pairs/s, {p['passes']} passes, "
+              f"peak RSS {p['peak_rss_mb']:.0f} MB "
+              f"(embeddings {p['embeddings_mb']:.0f} MB), AUROC {p['auroc']:.6f}, EER {p['eer']:.6f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1_000_000, help="candidates")
+    parser.add_argument("--q", default="1000,10", help="query counts, comma-separated (same candidates)")
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--block-size", type=int, default=16384)
+    parser.add_argument("--chunk-rows", type=int, default=65536)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memmap-gib", type=float, default=0.0,
+                        help="also search a pool of this size on disk")
+    parser.add_argument("--memmap-dir", default="/tmp")
+    parser.add_argument("--keep-pool", action="store_true", help="keep the generated pool file")
+    parser.add_argument("--pairs-n", type=int, default=0,
+                        help="also time all-pairs AUROC/EER on this many items")
+    parser.add_argument("--pairs-block", type=int, default=2048)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--part", choices=("memmap", "pairs"), default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.part:
+        print(json.dumps(memmap_part(args) if args.part == "memmap" else pairs_part(args)))
+        return 0
+
+    results = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                           "jax": jax.__version__, "devices": str(jax.devices())},
+               "loadavg": os.getloadavg(), "args": {k: str(v) for k, v in vars(args).items()}}
+    results["peak_gflops"] = matmul_peak(args.dim)
+    peak = max(results["peak_gflops"].values())
+    rng = np.random.default_rng(args.seed)
+    c = unit_rows(rng, args.n, args.dim)
+    results["regimes"] = []
+    for q_rows in (int(x) for x in args.q.split(",")):
+        q = unit_rows(rng, q_rows, args.dim)
+        results["regimes"].append(run_regime(c, q, args.k, args, peak))
+    del c
+    argv = sys.argv[1:]
+    if args.memmap_gib > 0:
+        results["memmap"] = child("memmap", argv)
+    if args.pairs_n > 0:
+        results["all_pairs"] = child("pairs", argv)
+    print_table(results)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
