@@ -1,0 +1,58 @@
+"""Block reads of .npy pools: header checks, aligned zero-copy blocks, prefetch errors."""
+
+import numpy as np
+import pytest
+
+from stylebench_jax.errors import UserInputError
+from stylebench_jax.kernels.npy_rows import NpyRows, is_aligned, prefetch, read_rows, row_source
+
+
+def test_blocks_equal_the_array_and_are_aligned(tmp_path):
+    x = np.arange(70 * 3, dtype=np.float32).reshape(70, 3)
+    np.save(tmp_path / "x.npy", x)
+    rows = NpyRows(tmp_path / "x.npy")
+    assert rows.shape == (70, 3)
+    for start, stop in [(0, 7), (63, 70), (65, 100)]:
+        block = rows.read(start, stop)
+        np.testing.assert_array_equal(block, x[start:stop])
+        assert is_aligned(block) and block.dtype == np.float32
+    padded = read_rows(rows, 65, 75, rows=10)
+    np.testing.assert_array_equal(padded[:5], x[65:])
+    assert not padded[5:].any()
+    assert isinstance(row_source(np.load(tmp_path / "x.npy", mmap_mode="r")), NpyRows)
+    assert isinstance(row_source(np.load(tmp_path / "x.npy", mmap_mode="r")[3:]), np.ndarray)
+
+
+@pytest.mark.parametrize("payload, message", [
+    (np.zeros((2, 2, 2), np.float32), "2-D"),
+    (np.zeros((4, 2), np.int32), "floating-point"),
+    (np.asfortranarray(np.zeros((4, 3), np.float32)), "Fortran"),
+])
+def test_bad_headers(tmp_path, payload, message):
+    np.save(tmp_path / "bad.npy", payload)
+    with pytest.raises(UserInputError, match=message):
+        NpyRows(tmp_path / "bad.npy")
+
+
+def test_truncated_file_and_missing_file(tmp_path):
+    np.save(tmp_path / "x.npy", np.ones((100, 4), np.float32))
+    data = (tmp_path / "x.npy").read_bytes()
+    (tmp_path / "cut.npy").write_bytes(data[: len(data) - 40])
+    with pytest.raises(UserInputError, match="bytes, header promises"):
+        NpyRows(tmp_path / "cut.npy")
+    with pytest.raises(UserInputError, match="no such file"):
+        NpyRows(tmp_path / "nope.npy")
+
+
+def test_prefetch_passes_items_and_errors_through():
+    assert list(prefetch(iter(range(10)), depth=2)) == list(range(10))
+
+    def broken():
+        yield 1
+        raise OSError("disk gone")
+
+    got = []
+    with pytest.raises(OSError, match="disk gone"):
+        for item in prefetch(broken()):
+            got.append(item)
+    assert got == [1]
