@@ -4,22 +4,26 @@
 product (cosine for L2-normalised rows); a pair is positive when both labels are equal. The
 ``N x N`` matrix is never formed: ``[B, B]`` tiles of the upper triangle are scored on the devices
 (tiles dealt out over the mesh's ``data`` axis) and counted into histograms keyed by the float32
-score's bit pattern, mapped to an unsigned key that sorts like the float (``-0.0`` counted as
-``+0.0``). Exact, in two kinds of pass over the tiles:
+score's bit pattern, mapped to an unsigned 32-bit key that sorts like the float (``-0.0`` counted
+as ``+0.0``). The key is resolved level by level (``level_bits``, e.g. 16 + 8 + 8 bits), one pass
+over all tiles per level:
 
-1. coarse: counts of positives and negatives per key prefix (top ``32 - FINE_BITS`` bits). Pairs
-   in different prefixes are ordered by the prefix, so every cross-prefix comparison is known.
-2. fine (only for "mixed" prefixes holding both classes): counts per full 32-bit key, i.e. per
-   distinct float32 score, so ties are exact. Mixed prefixes are refined as many at a time as
-   ``max_fine_bytes`` allows (several passes if there are more).
+* level 0 counts positives and negatives per key prefix. Pairs in different prefixes are ordered by
+  the prefix, so all cross-prefix comparisons of the Mann-Whitney U are known exactly; the pairs
+  inside a prefix are first counted as ties (half).
+* level l refines only the "mixed" bins of level l - 1 (holding both classes) into their next
+  bits; bins holding one class need nothing (ties within a class change neither the AUROC nor the
+  ROC shape). U is corrected bin by bin. The last level reaches all 32 bits, i.e. single float32
+  values, so the result is exact, ties included.
 
-Prefixes holding one class need no refinement (ties within one class change neither the AUROC nor
-the ROC shape). With ``tolerance > 0`` refinement stops once the unrefined mixed prefixes, each
-counted as a tie (half its positive-negative pairs), can move the AUROC by at most ``tolerance``
-(``auroc_error_bound`` in the result); the prefix where the ROC crosses FNR = FPR is always
-refined, so the EER stays exact. Memory per device: the embeddings, one ``[B, B]`` tile, a coarse
-histogram of ``2^(33 - FINE_BITS)`` int32 and a fine one of ``2^(FINE_BITS + 1)`` int32 per mixed
-prefix refined in the pass. AUROC and EER definitions: :mod:`stylebench_jax.kernels.roc`.
+With ``tolerance > 0`` refinement stops once the unrefined mixed bins, counted as ties, can move the
+AUROC by at most ``tolerance`` (``auroc_error_bound`` in the result); the bin where the ROC crosses
+FNR = FPR is always refined, so the EER stays exact. Memory per device: the embeddings, a few
+``[B, B]`` tile temporaries, and one histogram of ``2^(w + 1)`` int32 per refined bin (``w`` bits of
+the level); a level's histograms take at most ``max_fine_bytes`` over all devices, more bins take
+more passes. In dense regions the last level needs about 8 bytes per distinct float32 value in the
+score range where both classes occur (a few hundred MB for cosines), independent of N.
+AUROC and EER definitions: :mod:`stylebench_jax.kernels.roc`.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from stylebench_jax.kernels.blockwise import canonical
 from stylebench_jax.kernels.roc import auroc_eer, eer_from_counts, exact_dot, twice_u
 from stylebench_jax.kernels.scan import data_mesh, round_up
 
-LEVEL_BITS = (16, 8, 8)  # key bits resolved by each level of histogram; they sum to 32
+SPARSE_LEVELS = (16, 8, 8)  # key bits resolved per histogram level (sum 32): few pairs per bin
+DENSE_LEVELS = (20, 12)  # one pass fewer when bins are well filled (> DENSE_PAIRS pairs)
+DENSE_PAIRS = 1 << 26
 MAX_COUNTS_PER_CALL = 1 << 30  # pairs per jitted call, all devices: the int32 histograms cannot overflow
 
 
@@ -61,28 +67,29 @@ def _tile(x, labels, n, block, r, c):
     return float_keys(s), valid, (la[:, None] == lb[None, :]).astype(jnp.int32)
 
 
-def _key_bits(keys, level: int) -> jnp.ndarray:
-    shift = 32 - sum(LEVEL_BITS[: level + 1])
-    return ((keys >> shift) & jnp.uint32((1 << LEVEL_BITS[level]) - 1)).astype(jnp.int32)
+def _key_bits(keys, bits: tuple[int, ...], level: int) -> jnp.ndarray:
+    shift = 32 - sum(bits[: level + 1])
+    return ((keys >> shift) & jnp.uint32((1 << bits[level]) - 1)).astype(jnp.int32)
 
 
-def _local_hist(tiles, x, labels, n, luts, slot0, *, block: int, level: int, slots: int):
+def _local_hist(tiles, x, labels, n, luts, slot0, *, block: int, bits: tuple[int, ...], level: int,
+                slots: int):
     """One device's tiles, histogrammed and summed over devices: ``[slots * 2^w * 2]`` int32
-    counts (``w = LEVEL_BITS[level]``), index ``((slot - slot0) * 2^w + bits) * 2 + positive``.
+    counts (``w = bits[level]``), index ``((slot - slot0) * 2^w + bits) * 2 + positive``.
     A pair's slot comes from chaining ``luts`` (one per earlier level, -1 = not refined) over the
     earlier levels' key bits; pairs outside ``[slot0, slot0 + slots)`` are dropped."""
-    width = 1 << LEVEL_BITS[level]
+    width = 1 << bits[level]
     size = 2 * slots * width
 
     def body(t, hist):
         keys, valid, positive = _tile(x, labels, n, block, tiles[t, 0], tiles[t, 1])
         slot = jnp.zeros(keys.shape, jnp.int32)
         for j, lut in enumerate(luts):
-            flat = slot * (1 << LEVEL_BITS[j]) + _key_bits(keys, j)
+            flat = slot * (1 << bits[j]) + _key_bits(keys, bits, j)
             slot = jnp.where(slot >= 0, lut[jnp.maximum(flat, 0)], -1)
         local = slot - slot0
         valid = valid & (local >= 0) & (local < slots)
-        index = jnp.where(valid, ((local * width) + _key_bits(keys, level)) * 2 + positive, size)
+        index = jnp.where(valid, ((local * width) + _key_bits(keys, bits, level)) * 2 + positive, size)
         return hist.at[index.ravel()].add(1, mode="drop")
 
     init = lax.pcast(jnp.zeros(size, jnp.int32), ("data",), to="varying")
@@ -90,9 +97,9 @@ def _local_hist(tiles, x, labels, n, luts, slot0, *, block: int, level: int, slo
 
 
 @functools.lru_cache(maxsize=32)
-def _hist_step(mesh: Mesh, block: int, level: int, slots: int):
+def _hist_step(mesh: Mesh, block: int, bits: tuple[int, ...], level: int, slots: int):
     fn = jax.shard_map(
-        functools.partial(_local_hist, block=block, level=level, slots=slots), mesh=mesh,
+        functools.partial(_local_hist, block=block, bits=bits, level=level, slots=slots), mesh=mesh,
         in_specs=(P("data"), P(), P(), P(), P(), P()), out_specs=P(), check_vma=True)
     return jax.jit(fn)
 
@@ -144,14 +151,16 @@ def _choose(pos, neg, n_pos: int, n_neg: int, allowance: float, forced: int | No
 
 
 def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mesh | None = None,
-                        tolerance: float = 0.0, max_fine_bytes: int = 512 << 20) -> dict:
+                        tolerance: float = 0.0, max_fine_bytes: int = 512 << 20,
+                        level_bits: tuple[int, ...] | None = None) -> dict:
     """AUROC and EER over all pairs ``i < j`` of ``embeddings [N, D]`` (float32 inner products;
     L2-normalise first for cosine), positive when ``labels[i] == labels[j]`` (any hashable labels).
 
     Returns ``{"auroc", "eer", "n_pos", "n_neg", "n_pairs", "auroc_error_bound", "passes",
     "refined_bins"}``; ``auroc_error_bound`` is 0 when exact (``tolerance=0``). Memory per device:
     O(N D + block^2) plus histograms; those of one pass take at most ``max_fine_bytes`` over all
-    devices (more mixed bins -> more passes).
+    devices (more mixed bins -> more passes). ``level_bits``: key bits per level (sum 32); default
+    ``(20, 12)`` above ``DENSE_PAIRS`` pairs (two passes), else ``(16, 8, 8)`` (small tables).
     """
     x = np.ascontiguousarray(np.asarray(embeddings), dtype=np.float32)
     if x.ndim != 2:
@@ -171,13 +180,17 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
             jax.device_put(np.concatenate([codes, np.full(padded - n, -1, np.int32)]), rep),
             jax.device_put(np.int32(n), rep))
     tiles = _Tiles(n, block, mesh)
+    n_pairs = n * (n - 1) // 2
+    bits = tuple(level_bits or (DENSE_LEVELS if n_pairs > DENSE_PAIRS else SPARSE_LEVELS))
+    if sum(bits) != 32 or min(bits) < 1 or max(bits) > 24:
+        raise ValueError(f"level_bits: expected levels of 1..24 bits summing to 32, found {bits}")
 
     def histogram(level: int, luts: tuple, n_slots: int) -> np.ndarray:
         """Counts ``[n_slots, 2^w, 2]`` (neg, pos) of every refined slot of ``level``."""
-        width = 1 << LEVEL_BITS[level]
+        width = 1 << bits[level]
         per_pass = max(1, min(n_slots, max_fine_bytes // (mesh.shape["data"] * 8 * width)))
         per_pass = 1 << (per_pass - 1).bit_length()  # powers of two: few shapes to compile
-        step = _hist_step(mesh, block, level, per_pass)
+        step = _hist_step(mesh, block, bits, level, per_pass)
         luts_dev = tuple(jax.device_put(lut, rep) for lut in luts)
         parts = []
         for slot0 in range(0, n_slots, per_pass):
@@ -200,7 +213,7 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     # after level; seq[at:at + window] are the current level's bins base .. base + window - 1.
     seq_pos, seq_neg, at, window, base = pos, neg, 0, len(pos), 0
     luts, bound = (), 0.0
-    for level in range(1, len(LEVEL_BITS)):
+    for level in range(1, len(bits)):
         cross = _crossing(seq_pos, seq_neg, n_pos, n_neg) - at
         forced = base + cross if 0 <= cross < window else None
         refine, left = _choose(pos, neg, n_pos, n_neg, tolerance - bound, forced)
@@ -223,7 +236,7 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
             window = 0  # the crossing bin holds one class only: its ROC segment is straight
         neg, pos = counts[..., 0].ravel(), counts[..., 1].ravel()
     return {"auroc": float(Fraction(u2, 2 * n_pos * n_neg)), "eer": eer_from_counts(seq_pos, seq_neg),
-            "n_pos": n_pos, "n_neg": n_neg, "n_pairs": n * (n - 1) // 2,
+            "n_pos": n_pos, "n_neg": n_neg, "n_pairs": n_pairs, "level_bits": bits,
             "auroc_error_bound": bound, **stats}
 
 

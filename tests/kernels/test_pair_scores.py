@@ -74,6 +74,16 @@ def test_tolerance_bounds_the_error_and_keeps_eer_exact():
     assert loose["eer"] == exact["eer"]
 
 
+@pytest.mark.parametrize("level_bits", [(20, 12), (16, 8, 8), (8, 8, 8, 8), (12, 20)])
+def test_every_level_split_is_exact(level_bits):
+    rng = np.random.default_rng(8)
+    x, labels = clustered(rng, 400, 16, 6)
+    ours = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], level_bits=level_bits)
+    auroc, eer = all_pairs_reference(x, labels)
+    assert abs(ours["auroc"] - auroc) < 1e-9 and abs(ours["eer"] - eer) < 1e-9
+    assert ours["level_bits"] == level_bits
+
+
 def test_several_fine_passes_give_the_same_answer():
     rng = np.random.default_rng(3)
     x, labels = clustered(rng, 700, 16, 7)
@@ -93,6 +103,8 @@ def test_string_labels_and_errors():
         all_pairs_auroc_eer(x, np.zeros(40, int))
     with pytest.raises(ValueError, match="labels"):
         all_pairs_auroc_eer(x, np.zeros(39, int))
+    with pytest.raises(ValueError, match="level_bits"):
+        all_pairs_auroc_eer(x, labels, level_bits=(32,))
     x[3, 1] = np.nan
     with pytest.raises(ValueError, match="row 3"):
         all_pairs_auroc_eer(x, labels)
