@@ -73,7 +73,7 @@ def _score_html(score: ScoreTable) -> str:
         return "".join(out)
     out.append("<table><tr><th>model</th>" + "".join(f"<th>{_e(c)}</th>" for c in score.columns) + "</tr>")
     last = score.columns[-1]
-    order = sorted(score.values, key=lambda m: -(score.values[m].get(last) or -math.inf))
+    order = sorted(score.values, key=lambda m: (-(score.values[m].get(last) or -math.inf), m))
     for model in order:
         cells = "".join(f"<td>{_e(format_value(v) if v is not None else '—')}</td>"
                         for v in (score.values[model].get(c) for c in score.columns))

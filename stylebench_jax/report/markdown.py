@@ -64,7 +64,7 @@ def score_table_markdown(score: ScoreTable) -> str:
         return "\n".join(lines)
     lines.append("| model | " + " | ".join(_escape(c) for c in score.columns) + " |")
     lines.append("|---|" + "---|" * len(score.columns))
-    order = sorted(score.values, key=lambda m: _sort_key(score.values[m].get(score.columns[-1])))
+    order = sorted(score.values, key=lambda m: (_sort_key(score.values[m].get(score.columns[-1])), m))
     for model in order:
         cells = [format_value(v) if v is not None else "—" for v in
                  (score.values[model].get(column) for column in score.columns)]

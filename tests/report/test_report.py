@@ -97,3 +97,15 @@ def test_undefined_values_are_shown_as_na(tmp_path):
     markdown_path, html_path = write_report(tmp_path, rows, [], [], title="t")
     assert "| m | n/a |" in markdown_path.read_text()
     assert "n/a" in html_path.read_text()
+
+
+def test_aggregate_tables_do_not_depend_on_dict_order(tmp_path):
+    values = {"zz": {"a": 0.1}, "bb": {"a": 0.2}, "mm": {"a": 0.3, "overall": 0.3}}
+    one = ScoreTable("x", ("a", "overall"), values)
+    two = ScoreTable("x", ("a", "overall"), dict(sorted(values.items())))
+    first = write_report(tmp_path / "1", ROWS, [], [one], title="t")
+    second = write_report(tmp_path / "2", ROWS, [], [two], title="t")
+    for a, b in zip(first, second):
+        assert a.read_bytes() == b.read_bytes()
+    markdown = first[0].read_text()
+    assert markdown.index("| mm |") < markdown.index("| bb |") < markdown.index("| zz |")  # scored first
