@@ -135,6 +135,13 @@ def _crossing(pos: np.ndarray, neg: np.ndarray, n_pos: int, n_neg: int) -> int:
     return len(pos) - 1 - int(np.argmax(gap <= 0))
 
 
+def _within_u(counts: np.ndarray, chunk: int = 1024) -> int:
+    """``2 U`` summed over refined bins ``counts [bins, 2^w, 2]`` (neg, pos), ``chunk`` bins at a
+    time so the int64 temporaries stay small."""
+    return sum(twice_u(counts[i:i + chunk, :, 1], counts[i:i + chunk, :, 0])
+               for i in range(0, counts.shape[0], chunk))
+
+
 def _choose(pos, neg, n_pos: int, n_neg: int, allowance: float, forced: int | None):
     """Flat indices of mixed bins to refine (ascending) and the AUROC bound left by the rest:
     biggest ``P_b N_b`` first until the rest, counted as ties, can move the AUROC by at most
@@ -225,7 +232,7 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
         lut[refine] = np.arange(refine.size, dtype=np.int32)
         luts = (*luts, lut)
         counts = histogram(level, luts, refine.size)
-        u2 += twice_u(counts[..., 1], counts[..., 0]) - exact_dot(pos[refine], neg[refine])
+        u2 += _within_u(counts) - exact_dot(pos[refine], neg[refine])
         if forced is not None and lut[forced] >= 0:  # expand the crossing bin in the ROC sequence
             sub = counts[lut[forced]]
             at += cross
@@ -234,7 +241,8 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
             window, base = sub.shape[0], int(lut[forced]) * sub.shape[0]
         else:
             window = 0  # the crossing bin holds one class only: its ROC segment is straight
-        neg, pos = counts[..., 0].ravel(), counts[..., 1].ravel()
+        if level + 1 < len(bits):
+            neg, pos = counts[..., 0].ravel(), counts[..., 1].ravel()
     return {"auroc": float(Fraction(u2, 2 * n_pos * n_neg)), "eer": eer_from_counts(seq_pos, seq_neg),
             "n_pos": n_pos, "n_neg": n_neg, "n_pairs": n_pairs, "level_bits": bits,
             "auroc_error_bound": bound, **stats}
