@@ -23,6 +23,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[io.IOBase
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
             handle.flush()
@@ -32,6 +33,12 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[io.IOBase
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def save_npy_atomic(path: str | os.PathLike, array: np.ndarray) -> None:
