@@ -10,6 +10,8 @@ NumPy (and IEEE comparison) treats them as equal.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax.numpy as jnp
 from jax import lax
 
@@ -34,8 +36,13 @@ def pick_group_size(block: int, k: int) -> int:
     return 1
 
 
-def block_topk(scores: jnp.ndarray, k: int, group_size: int) -> tuple[jnp.ndarray, jnp.ndarray]:
+def block_topk(scores: jnp.ndarray, k: int, group_size: int,
+               admissible: Callable[[jnp.ndarray], jnp.ndarray] | None = None):
     """Exact top-``k`` of each row of ``scores [Q, B]``: values ``[Q, k]`` and positions ``[Q, k]`` int32.
+
+    ``admissible(positions)`` maps int32 positions (broadcastable to ``[Q, m]``) to a bool mask;
+    inadmissible entries count as ``-inf``. It is evaluated lazily, inside the reductions, so the
+    masked ``[Q, B]`` tile is never written out. ``-0.0`` counts as ``+0.0`` (:func:`canonical`).
 
     With ``group_size = g > 1`` the row is cut into ``B / g`` contiguous groups. A group holding one
     of the row's top-``k`` entries has its best entry among the top ``k`` too, so it is among the
@@ -45,15 +52,28 @@ def block_topk(scores: jnp.ndarray, k: int, group_size: int) -> tuple[jnp.ndarra
     """
     q, b = scores.shape
     k = min(k, b)
+
+    def masked(values, positions):
+        values = canonical(values)
+        return values if admissible is None else jnp.where(admissible(positions), values, -jnp.inf)
+
     if group_size <= 1:
-        return lax.top_k(scores, k)
-    grouped = scores.reshape(q, b // group_size, group_size)
-    _, groups = lax.top_k(grouped.max(axis=-1), k)
+        return lax.top_k(masked(scores, jnp.arange(b, dtype=jnp.int32)[None, :]), k)
+    n_groups = b // group_size
+    grouped = scores.reshape(q, n_groups, group_size)
+    positions = jnp.arange(b, dtype=jnp.int32).reshape(1, n_groups, group_size)
+    if admissible is None:
+        best = grouped.max(axis=-1)
+    else:
+        mask = admissible(positions.reshape(1, b)).reshape(-1, n_groups, group_size)
+        best = jnp.where(mask, grouped, -jnp.inf).max(axis=-1)
+    _, groups = lax.top_k(canonical(best), k)
     groups = jnp.sort(groups, axis=-1)
     short = jnp.take_along_axis(grouped, groups[:, :, None], axis=1).reshape(q, k * group_size)
-    values, pos = lax.top_k(short, k)
-    positions = jnp.take_along_axis(groups, pos // group_size, axis=1) * group_size + pos % group_size
-    return values, positions.astype(jnp.int32)
+    short_pos = (groups[:, :, None] * group_size
+                 + jnp.arange(group_size, dtype=jnp.int32)).reshape(q, k * group_size)
+    values, pos = lax.top_k(masked(short, short_pos), k)
+    return values, jnp.take_along_axis(short_pos, pos, axis=1)
 
 
 def merge_running(running: tuple[jnp.ndarray, ...], block: tuple[jnp.ndarray, ...], k: int):

@@ -88,19 +88,24 @@ def local_scan(state, rows, row_groups, queries, query_ids, query_groups, base, 
             sq = jnp.sum(x * x, axis=1)
         sq_range = jnp.stack([jnp.minimum(sq_range[0, 0], jnp.min(jnp.where(valid, sq, jnp.inf))),
                               jnp.maximum(sq_range[0, 1], jnp.max(jnp.where(valid, sq, 0.0)))])[None]
-        mask = valid[None, :]
-        if cfg.use_ids:
-            mask = mask & (gidx[None, :] != query_ids[:, None])
-        if cfg.use_groups:
-            local_groups = lax.dynamic_slice_in_dim(row_groups, b * cfg.block, cfg.block)
-            mask = mask & (local_groups[None, :] != query_groups[:, None])
+        first = start + b * cfg.block
+        local_groups = (lax.dynamic_slice_in_dim(row_groups, b * cfg.block, cfg.block)
+                        if cfg.use_groups else None)
+
+        def admissible(pos):  # pos: int32 positions in the block, broadcastable to [Q, m]
+            ok = first + pos < n_valid
+            if cfg.use_ids:
+                ok = ok & (first + pos != query_ids[:, None])
+            if cfg.use_groups:
+                ok = ok & (local_groups[pos] != query_groups[:, None])
+            return ok
+
         if low is None:
             s = lax.dot_general(queries, x, dims, precision=lax.Precision.HIGHEST)
         else:
             s = lax.dot_general(low, x.astype(jnp.bfloat16), dims, preferred_element_type=jnp.float32)
-        s = jnp.where(mask, canonical(s), -jnp.inf)
-        values, pos = block_topk(s, cfg.keep, group_size)
-        block_idx = gidx[pos]
+        values, pos = block_topk(s, cfg.keep, group_size, admissible)
+        block_idx = first + pos
         if low is None:
             keys, idx = merge_running((keys[0], idx[0]), (values, block_idx), cfg.keep)
             exact = keys
@@ -222,40 +227,53 @@ def scan_pool(pool: ShardedPool, queries: np.ndarray, query_ids, query_groups, c
     return _finish(state)
 
 
+def chunk_spans(n: int, slab: int, chunk_rows: int, in_place: bool) -> list[tuple[int, int, int]]:
+    """``(start, stop, padded_rows)`` host chunks covering rows ``[0, n)``; ``padded_rows`` is a
+    multiple of ``slab`` (devices x block). ``in_place`` (rows usable without a copy): one chunk of
+    all whole slabs plus a padded tail, i.e. at most two device calls and two compiled shapes.
+    Otherwise chunks of ``chunk_rows`` (rounded to slabs), the last one padded to the same shape."""
+    if in_place:
+        bulk = n // slab * slab
+        spans = [(0, bulk, bulk)] if bulk else []
+        return spans + ([(bulk, n, round_up(n - bulk, slab))] if n > bulk else [])
+    chunk = min(max(1, round(chunk_rows / slab)), -(-n // slab)) * slab
+    return [(start, min(start + chunk, n), chunk) for start in range(0, n, chunk)]
+
+
 def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups,
-                candidate_groups: np.ndarray | None, cfg: ScanConfig, chunk_rows: int,
+                candidate_groups: np.ndarray | None, cfg: ScanConfig, spans: list[tuple[int, int, int]],
                 prefetch_depth: int = 2) -> ScanResult:
-    """One pass of ``queries`` over host rows (array or ``NpyRows``), ``chunk_rows`` at a time.
+    """One pass of ``queries`` over host rows (array or ``NpyRows``) in the chunks ``spans``.
 
     A background thread reads the next chunks while the devices work on the current one; at most
-    ``prefetch_depth`` chunks wait on the host and two are in flight on the devices.
+    ``prefetch_depth`` chunks wait on the host and two are in flight on the devices. Chunks that
+    are aligned views of the source are handed to the devices without a copy (CPU).
     """
     n = source.shape[0]
     n_data = mesh.shape["data"]
     row_sharding = NamedSharding(mesh, P("data", None))
     vec_sharding = NamedSharding(mesh, P("data"))
-    stride = chunk_rows // n_data
     step = scan_step(mesh, cfg)
     dummy_groups = jax.device_put(np.zeros(n_data, np.int32), vec_sharding)
 
     def chunks():
-        for start in range(0, n, chunk_rows):
-            rows = read_rows(source, start, start + chunk_rows, rows=chunk_rows)
+        for start, stop, rows_padded in spans:
+            rows = read_rows(source, start, stop, rows=rows_padded)
             groups = None
             if candidate_groups is not None:
-                groups = np.zeros(chunk_rows, np.int32)
-                part = candidate_groups[start:start + chunk_rows]
-                groups[: part.shape[0]] = part
+                groups = np.zeros(rows_padded, np.int32)
+                groups[: stop - start] = candidate_groups[start:stop]
             yield start, rows, groups
 
     query_args = _query_args(mesh, queries, query_ids, query_groups)
-    stride_arg, n_arg = _scalar(mesh, stride), _scalar(mesh, n)
+    n_arg = _scalar(mesh, n)
     state = _initial_state(mesh, queries.shape[0], cfg.keep)
     in_flight = []
     for start, rows, groups in prefetch(chunks(), prefetch_depth):
         rows_dev = jax.device_put(rows, row_sharding)
         groups_dev = dummy_groups if groups is None else jax.device_put(groups, vec_sharding)
-        state = step(state, rows_dev, groups_dev, *query_args, _scalar(mesh, start), stride_arg, n_arg)
+        state = step(state, rows_dev, groups_dev, *query_args, _scalar(mesh, start),
+                     _scalar(mesh, rows.shape[0] // n_data), n_arg)
         in_flight.append(state[3])
         if len(in_flight) > 2:
             jax.block_until_ready(in_flight.pop(0))

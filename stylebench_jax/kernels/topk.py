@@ -6,10 +6,13 @@ device; each block is scored with one matmul, reduced to its own top list (:mod:
 merged into a running ``[Q, L]`` list per device. The per-device lists are merged once at the end
 on the host, lexicographically by (score descending, candidate index ascending).
 
-Candidates can be an in-memory array (streamed chunk by chunk, only the chunks in flight are
-copied), a ``.npy`` path or whole-file ``np.memmap`` (read by positional reads with a prefetch
-thread, see :mod:`npy_rows`), or a :class:`ShardedPool` resident on the devices (search many
-query batches without moving the pool again).
+Candidates can be an in-memory array, a ``.npy`` path or whole-file ``np.memmap`` (read by
+positional reads with a prefetch thread, see :mod:`npy_rows`), or a :class:`ShardedPool` resident
+on the devices (search many query batches without moving the pool again). A C-ordered float32
+array whose data is 64-byte aligned (``npy_rows.aligned_empty``) is used in place on CPU: all whole
+slabs (devices x block rows) in one device call, the padded tail in a second, no copy. Any other
+array, and files, stream in chunks of ``chunk_rows`` copied rows (few chunks in flight), so memory
+stays the pool plus a bounded working set.
 
 Padding rows (N need not divide the device count) and excluded candidates score ``-inf`` and can
 never be returned: a query with fewer than ``k`` admissible candidates gets index ``-1`` and score
@@ -42,13 +45,14 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from stylebench_jax.kernels.npy_rows import row_source
+from stylebench_jax.kernels.npy_rows import is_aligned, row_source
 from stylebench_jax.kernels.scan import (
     DEFAULT_BLOCK,
     ScanConfig,
     ScanResult,
     ShardedPool,
     as_int32_labels,
+    chunk_spans,
     data_mesh,
     device_block,
     round_up,
@@ -144,7 +148,7 @@ class _Plan:
     source: object
     groups: np.ndarray | None
     block: int
-    chunk_rows: int
+    spans: list
 
 
 def _plan(candidates, mesh, candidate_groups, block_size: int, chunk_rows: int) -> _Plan:
@@ -155,7 +159,7 @@ def _plan(candidates, mesh, candidate_groups, block_size: int, chunk_rows: int) 
         if candidate_groups is not None:
             raise ValueError("candidate_groups: pass them to shard_pool() together with the rows")
         return _Plan(candidates.mesh, candidates.n, candidates.rows.shape[1], candidates, None, None,
-                     candidates.block, 0)
+                     candidates.block, [])
     source = row_source(candidates)
     if len(source.shape) != 2:
         raise ValueError(f"candidates: expected a 2-D array [N, D], found shape {source.shape}")
@@ -164,9 +168,10 @@ def _plan(candidates, mesh, candidate_groups, block_size: int, chunk_rows: int) 
     n_data = mesh.shape["data"]
     block = device_block(n, n_data, block_size)
     slab = n_data * block
-    chunk = min(max(1, round(chunk_rows / slab)), -(-n // slab)) * slab
+    in_place = isinstance(source, np.ndarray) and source.dtype == np.float32 and is_aligned(source)
+    spans = chunk_spans(n, slab, chunk_rows, in_place)
     groups = None if candidate_groups is None else as_int32_labels(candidate_groups, n, "candidate_groups")
-    return _Plan(mesh, n, dim, None, source, groups, block, chunk)
+    return _Plan(mesh, n, dim, None, source, groups, block, spans)
 
 
 def _query_exclusions(q: int, exclude_self: bool, query_ids, query_groups, plan: _Plan):
@@ -196,7 +201,8 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     return a candidate of the query's own group (same author/book). precision: ``"float32"`` or
     ``"bfloat16"`` (certified, see module docstring); shortlist: bfloat16 shortlist size
     (default ``max(2k, k + 32)``). normalize: L2-normalise queries and candidate rows first.
-    Memory: ``query_batch * block_size`` float32 scores per device plus the chunks in flight.
+    Memory: ``query_batch * block_size`` float32 scores per device plus the chunks in flight
+    (none for an aligned float32 array, which is used in place).
     Raises ValueError on bad shapes/labels, :class:`NonFiniteRowError` on NaN/inf candidates.
     """
     if precision not in ("float32", "bfloat16"):
@@ -256,6 +262,6 @@ def _scan_batch(plan: _Plan, queries: np.ndarray, ids, groups, cfg: ScanConfig) 
     if plan.pool is not None:
         result = scan_pool(plan.pool, queries, ids, groups, cfg)
     else:
-        result = scan_stream(plan.source, plan.mesh, queries, ids, groups, plan.groups, cfg, plan.chunk_rows)
+        result = scan_stream(plan.source, plan.mesh, queries, ids, groups, plan.groups, cfg, plan.spans)
     return dataclasses.replace(result, keys=result.keys[:, :q], exact=result.exact[:, :q],
                                indices=result.indices[:, :q])

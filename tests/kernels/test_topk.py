@@ -7,6 +7,8 @@ from kernel_helpers import assert_topk_equal, dyadic, meshes, unit_rows
 
 from stylebench_jax.kernels import NonFiniteRowError, shard_pool, topk_cosine
 from stylebench_jax.kernels.blockwise import block_topk
+from stylebench_jax.kernels.npy_rows import aligned_empty, is_aligned
+from stylebench_jax.kernels.scan import chunk_spans
 
 
 @pytest.mark.parametrize("n", [1, 5, 8, 9, 37])
@@ -54,12 +56,18 @@ def test_same_answer_for_every_layout():
     """Mesh, block size, chunking, resident pool, .npy path and memmap: identical bits."""
     rng = np.random.default_rng(2)
     c, q = dyadic(rng, (301, 8), levels=3), dyadic(rng, (9, 8), levels=3)
+    aligned = aligned_empty(c.shape)
+    aligned[:] = c
+    assert is_aligned(aligned) and chunk_spans(301, 16, 64, True) == [(0, 288, 288), (288, 301, 16)]
     first = None
     for name, mesh in meshes().items():
         for block, chunk in [(8, 8), (16, 1000), (512, 512)]:
             got = topk_cosine(q, c, 12, mesh=mesh, block_size=block, chunk_rows=chunk)
             pool = topk_cosine(q, shard_pool(c, mesh, block_size=block), 12)
             np.testing.assert_array_equal(pool.indices, got.indices)
+            with jax.transfer_guard("disallow"):  # in place: whole slabs + padded tail, no copy
+                in_place = topk_cosine(q, aligned, 12, mesh=mesh, block_size=block, chunk_rows=chunk)
+            np.testing.assert_array_equal(in_place.indices, got.indices)
             if first is None:
                 first = got
             np.testing.assert_array_equal(got.indices, first.indices, err_msg=f"{name} {block} {chunk}")
