@@ -15,7 +15,7 @@ from collections.abc import Callable
 import jax.numpy as jnp
 from jax import lax
 
-GROUP_SIZES = (64, 32, 16, 8)
+GROUP_SIZES = (32, 16, 8)
 
 
 def canonical(scores: jnp.ndarray) -> jnp.ndarray:
@@ -27,8 +27,8 @@ def pick_group_size(block: int, k: int) -> int:
     """Group width for :func:`block_topk`: 1 (plain ``lax.top_k``) unless grouping pays off.
 
     Grouping needs ``block % g == 0`` and at least ``4 k`` groups; the widest such ``g`` of
-    ``GROUP_SIZES`` is used (measured on a 2-core AVX-512 CPU: 3-5x faster than ``lax.top_k`` on
-    ``[1000, 32768]``).
+    ``GROUP_SIZES`` is used (measured on a 2-core AVX-512 CPU, ``[1000, 16384]`` scores: k = 10
+    takes 8.7 ms with g = 32 against 58 ms for ``lax.top_k``; k = 43 takes 26 ms against 71 ms).
     """
     for g in GROUP_SIZES:
         if block % g == 0 and block // g >= 4 * k:
