@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     parser.add_argument("--data-root", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--n-texts", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=32, help="ours and PyTorch's (regime b)")
+    parser.add_argument("--batch-size", type=int, default=64, help="ours and PyTorch's (regime b)")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "encoder.json")

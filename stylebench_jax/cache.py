@@ -37,6 +37,16 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "stylebench"
 
 
+def enable_compilation_cache(root: str | Path | None = None) -> Path:
+    """Persist compiled XLA programs under ``<cache root>/xla`` so later runs skip compilation."""
+    import jax
+
+    path = (Path(root) if root is not None else default_cache_dir()) / "xla"
+    jax.config.update("jax_compilation_cache_dir", str(path.resolve()))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    return path
+
+
 def text_keys(texts: Sequence[str]) -> np.ndarray:
     """``[N, 32]`` uint8 SHA-256 digests of the texts' UTF-8 bytes."""
     keys = np.empty((len(texts), KEY_BYTES), np.uint8)
@@ -142,7 +152,7 @@ class EmbeddingCache:
         rows = []
         if not self.root.is_dir():
             return rows
-        for space in sorted(p for p in self.root.iterdir() if p.is_dir()):
+        for space in sorted(p for p in self.root.iterdir() if p.is_dir() and _SPACE_NAME.fullmatch(p.name)):
             identity = (space / "identity.txt").read_text(encoding="utf-8").strip() \
                 if (space / "identity.txt").exists() else "?"
             size = sum(p.stat().st_size for p in space.iterdir() if p.is_file())

@@ -12,6 +12,7 @@ import importlib
 import sys
 
 from stylebench_jax import __version__
+from stylebench_jax.cache import enable_compilation_cache
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.parallel.distributed import maybe_initialize
 
@@ -50,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         maybe_initialize()
+        if not getattr(args, "no_cache", False):
+            enable_compilation_cache(getattr(args, "cache_dir", None))
         return int(args.func(args) or 0)
     except UserInputError as error:
         print(f"stylebench {args.command}: error: {error}", file=sys.stderr)

@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     parser.add_argument("--input", required=True, type=Path, help=".txt or .jsonl file of texts")
     parser.add_argument("--output", required=True, type=Path, help="output .npy path")
     parser.add_argument("--text-field", default="text", help="JSONL field holding the text (default: text)")
-    parser.add_argument("--batch-size", type=int, default=32, help="sequences per forward batch")
+    parser.add_argument("--batch-size", type=int, default=64, help="sequences per batch (default: 64)")
     parser.add_argument("--max-length", type=int, default=None,
                         help="token budget per sequence incl. special tokens (default: the model's)")
     parser.add_argument("--long-text", choices=("chunk", "truncate"), default="chunk",
