@@ -9,6 +9,7 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from stylebench_jax.kernels import all_pairs_auroc_eer, auroc_eer, pairs_auroc_eer
 from stylebench_jax.kernels.pair_scores import float_keys
 from stylebench_jax.kernels.roc import exact_dot
+from stylebench_jax.parallel import make_mesh
 
 
 def sklearn_auroc_eer(scores, labels):
@@ -153,7 +154,9 @@ def test_fifty_thousand_items_all_pairs():
     bound: the AUROC of clustered data is far from 0.5 and all counts add up."""
     rng = np.random.default_rng(7)
     x, labels = clustered(rng, 50_000, 16, 500, spread=0.6)
-    result = all_pairs_auroc_eer(x, labels, block_size=2048)
+    # One device: 8 fake CPU devices would only add per-device dispatch on the 2 real cores.
+    mesh = make_mesh("data=1,model=1", devices=jax.devices()[:1])
+    result = all_pairs_auroc_eer(x, labels, block_size=2048, mesh=mesh)
     assert result["n_pairs"] == 50_000 * 49_999 // 2 == result["n_pos"] + result["n_neg"]
     assert result["auroc_error_bound"] == 0.0
     sub = rng.choice(50_000, 1500, replace=False)
