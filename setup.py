@@ -17,7 +17,7 @@ INSTALL_REQUIRES = [
     "scipy>=1.13",
     "scikit-learn==1.9.1",
     "safetensors==0.8.0",
-    "tokenizers==0.23.3",
+    "tokenizers>=0.22,<0.24",  # transformers<5 (the torch extra) caps it at 0.23.0
     "PyYAML>=6.0",
     "tqdm>=4.66",
 ]
