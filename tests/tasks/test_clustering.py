@@ -2,25 +2,13 @@
 
 import numpy as np
 import pytest
+from fakes import FixedEmbedder
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.metrics import v_measure_score
 
 from stylebench_jax.metrics import bootstrap_weights, centred_interval
 from stylebench_jax.tasks.base import NotApplicable, TextScorer
 from stylebench_jax.tasks.clustering import cluster_embeddings, cluster_scores, evaluate_clustering
-
-
-class FixedEmbedder:
-    """Fake embedder: a fixed vector per text."""
-
-    name, identity = "fixed", "fixed:v1"
-
-    def __init__(self, vectors):
-        self.vectors = {t: np.asarray(v, dtype=np.float32) for t, v in vectors.items()}
-        self.dim = len(next(iter(self.vectors.values())))
-
-    def embed(self, texts):
-        return np.stack([self.vectors[t] for t in texts])
 
 
 class PairOnly:

@@ -4,6 +4,7 @@ bootstrap vs a naive weighted-pairs loop, similarity-only scorers, 1 and 8 devic
 import jax
 import numpy as np
 import pytest
+from fakes import FixedEmbedder
 from sklearn.metrics import roc_auc_score
 
 from stylebench_jax.metrics import bootstrap_weights, equal_error_rate, percentile_interval
@@ -17,19 +18,6 @@ from stylebench_jax.tasks.pair_classification import (
     evaluate_predefined_pairs,
     predefined_pair_scores,
 )
-
-
-class FixedEmbedder:
-    """Fake embedder: a fixed vector per text."""
-
-    name, identity = "fixed", "fixed:v1"
-
-    def __init__(self, vectors):
-        self.vectors = {t: np.asarray(v, dtype=np.float32) for t, v in vectors.items()}
-        self.dim = len(next(iter(self.vectors.values())))
-
-    def embed(self, texts):
-        return np.stack([self.vectors[t] for t in texts])
 
 
 class CosineSimilarityOnly:

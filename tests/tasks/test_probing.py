@@ -4,6 +4,7 @@ import csv
 
 import numpy as np
 import pytest
+from fakes import FixedEmbedder
 from sklearn.linear_model import LogisticRegression
 
 from stylebench_jax.tasks.base import NotApplicable, TextScorer
@@ -14,19 +15,6 @@ from stylebench_jax.tasks.probing import (
     probing_scores,
     quantile_bins,
 )
-
-
-class FixedEmbedder:
-    """Fake embedder: a fixed vector per text."""
-
-    name, identity = "fixed", "fixed:v1"
-
-    def __init__(self, vectors):
-        self.vectors = {t: np.asarray(v, dtype=np.float32) for t, v in vectors.items()}
-        self.dim = len(next(iter(self.vectors.values())))
-
-    def embed(self, texts):
-        return np.stack([self.vectors[t] for t in texts])
 
 
 class PairOnly:

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from fakes import FixedEmbedder
 
 from stylebench_jax.metrics import relevant_ranks
 from stylebench_jax.tasks import retrieval
@@ -9,19 +10,6 @@ from stylebench_jax.tasks.base import NotApplicable, TextScorer
 from stylebench_jax.tasks.retrieval import evaluate_retrieval, retrieve_embeddings
 
 METRICS = ["mrr", "recall@1", "recall@8", "recall@16", "recall@32", "recall@64", "recall@128", "mrr_steb"]
-
-
-class FixedEmbedder:
-    """Fake embedder: a fixed vector per text."""
-
-    name, identity = "fixed", "fixed:v1"
-
-    def __init__(self, vectors):
-        self.vectors = {t: np.asarray(v, dtype=np.float32) for t, v in vectors.items()}
-        self.dim = len(next(iter(self.vectors.values())))
-
-    def embed(self, texts):
-        return np.stack([self.vectors[t] for t in texts])
 
 
 class CosineSimilarityOnly:
