@@ -79,9 +79,7 @@ class SelfAttention(nn.Module):
         query = project(name="query")(hidden)
         key = project(name="key")(hidden)
         value = project(name="value")(hidden)
-        scores = jnp.einsum("bqhd,bkhd->bhqk", query, key) / jnp.sqrt(cfg.head_dim).astype(self.dtype)
-        weights = jax.nn.softmax(scores.astype(jnp.float32) + mask_bias, axis=-1).astype(self.dtype)
-        context = jnp.einsum("bhqk,bkhd->bqhd", weights, value)
+        context = jax.nn.dot_product_attention(query, key, value, bias=mask_bias.astype(self.dtype))
         return nn.DenseGeneral(
             features=cfg.hidden_size, axis=(-2, -1), dtype=self.dtype,
             kernel_init=_init(("heads", "kv", "embed")), bias_init=_zeros(("embed",)),
