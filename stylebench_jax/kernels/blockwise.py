@@ -24,11 +24,12 @@ def canonical(scores: jnp.ndarray) -> jnp.ndarray:
 
 
 def pick_group_size(block: int, k: int) -> int:
-    """Group width for :func:`block_topk`: 1 (plain ``lax.top_k``) unless grouping pays off.
+    """Group width for :func:`block_shortlist`: 1 (the whole block) unless grouping pays off.
 
     Grouping needs ``block % g == 0`` and at least ``4 k`` groups; the widest such ``g`` of
-    ``GROUP_SIZES`` is used (measured on a 2-core AVX-512 CPU, ``[1000, 16384]`` scores: k = 10
-    takes 8.7 ms with g = 32 against 58 ms for ``lax.top_k``; k = 43 takes 26 ms against 71 ms).
+    ``GROUP_SIZES`` is used (measured on a 2-core AVX-512 CPU, ``[1000, 16384]`` scores: the
+    group maxima take ~3 ms and ``lax.top_k`` over them ~3 ms, against ~35 ms for ``lax.top_k``
+    over the whole block).
     """
     for g in GROUP_SIZES:
         if block % g == 0 and block // g >= 4 * k:
@@ -36,29 +37,36 @@ def pick_group_size(block: int, k: int) -> int:
     return 1
 
 
-def block_topk(scores: jnp.ndarray, k: int, group_size: int,
-               admissible: Callable[[jnp.ndarray], jnp.ndarray] | None = None):
-    """Exact top-``k`` of each row of ``scores [Q, B]``: values ``[Q, k]`` and positions ``[Q, k]`` int32.
+def block_shortlist(scores: jnp.ndarray, m: int, group_size: int,
+                    admissible: Callable[[jnp.ndarray], jnp.ndarray] | None = None):
+    """A short list of ``scores [Q, B]`` that holds each row's top ``m`` entries.
 
-    ``admissible(positions)`` maps int32 positions (broadcastable to ``[Q, m]``) to a bool mask;
-    inadmissible entries count as ``-inf``. It is evaluated lazily, inside the reductions, so the
-    masked ``[Q, B]`` tile is never written out. ``-0.0`` counts as ``+0.0`` (:func:`canonical`).
+    Returns ``(values [Q, L], positions [Q, L] int32, bound [Q])``: every entry left out has a
+    value ``<= bound`` (``-inf`` when nothing is left out). Positions ascend along each row, so
+    ``lax.top_k``'s lower-position tie rule still means lower index first.
 
-    With ``group_size = g > 1`` the row is cut into ``B / g`` contiguous groups. A group holding one
-    of the row's top-``k`` entries has its best entry among the top ``k`` too, so it is among the
-    ``k`` groups with the best (max, group index) keys; only those ``k * g`` entries are ranked.
-    Selected groups are put back in ascending order, so position order in the short list is
-    candidate order and ``lax.top_k``'s lower-position tie rule still means lower index first.
+    ``admissible(positions)`` maps int32 positions (broadcastable to ``[Q, n]``) to a bool mask;
+    inadmissible entries count as ``-inf``. ``-0.0`` counts as ``+0.0`` (:func:`canonical`).
+
+    With ``group_size = g > 1`` the row is cut into ``B / g`` contiguous groups and the list is
+    the ``m`` groups with the best (max, group index) keys, ``L = m g``: a group holding one of
+    the row's top-``m`` entries has its best entry among the top ``m`` too, so it is among those
+    groups, and every entry of any other group is ``<=`` its group's max ``<=`` the ``m``-th best
+    group max (``bound``). Otherwise (or when there are no more than ``m`` groups) the list is
+    the whole row. The list is meant to be merged straight into a running top list
+    (:func:`merge_running`): ranking it on its own first costs a second ``lax.top_k`` whose
+    output, once sliced and concatenated, XLA:CPU no longer lowers to its TopK routine but to
+    a full comparator sort of all ``m g`` entries (~35 ms per 16384-row block at Q = 1000).
     """
     q, b = scores.shape
-    k = min(k, b)
 
     def masked(values, positions):
         values = canonical(values)
         return values if admissible is None else jnp.where(admissible(positions), values, -jnp.inf)
 
-    if group_size <= 1:
-        return lax.top_k(masked(scores, jnp.arange(b, dtype=jnp.int32)[None, :]), k)
+    if group_size <= 1 or b // group_size <= m:
+        positions = jnp.broadcast_to(jnp.arange(b, dtype=jnp.int32)[None, :], (q, b))
+        return masked(scores, positions), positions, jnp.full((q,), -jnp.inf, scores.dtype)
     n_groups = b // group_size
     grouped = scores.reshape(q, n_groups, group_size)
     positions = jnp.arange(b, dtype=jnp.int32).reshape(1, n_groups, group_size)
@@ -67,13 +75,14 @@ def block_topk(scores: jnp.ndarray, k: int, group_size: int,
     else:
         mask = admissible(positions.reshape(1, b)).reshape(-1, n_groups, group_size)
         best = jnp.where(mask, grouped, -jnp.inf).max(axis=-1)
-    _, groups = lax.top_k(canonical(best), k)
+    best = canonical(best)
+    _, groups = lax.top_k(best, m)
     groups = jnp.sort(groups, axis=-1)
-    short = jnp.take_along_axis(grouped, groups[:, :, None], axis=1).reshape(q, k * group_size)
+    bound = jnp.take_along_axis(best, groups, axis=1).min(axis=1)
+    short = jnp.take_along_axis(grouped, groups[:, :, None], axis=1).reshape(q, m * group_size)
     short_pos = (groups[:, :, None] * group_size
-                 + jnp.arange(group_size, dtype=jnp.int32)).reshape(q, k * group_size)
-    values, pos = lax.top_k(masked(short, short_pos), k)
-    return values, jnp.take_along_axis(short_pos, pos, axis=1)
+                 + jnp.arange(group_size, dtype=jnp.int32)).reshape(q, m * group_size)
+    return masked(short, short_pos), short_pos, bound
 
 
 def merge_running(running: tuple[jnp.ndarray, ...], block: tuple[jnp.ndarray, ...], k: int):
@@ -81,7 +90,8 @@ def merge_running(running: tuple[jnp.ndarray, ...], block: tuple[jnp.ndarray, ..
 
     ``running`` and ``block`` are tuples ``(key [Q, a], *payload [Q, a])``; every candidate in
     ``running`` has a lower index than every candidate in ``block`` (blocks are visited in index
-    order), so concatenating running first keeps ties resolved by lower index.
+    order) and ``block`` is in ascending index order, so concatenating running first keeps ties
+    resolved by lower index.
     """
     joined = [jnp.concatenate([r, b], axis=1) for r, b in zip(running, block)]
     values, pos = lax.top_k(joined[0], k)

@@ -71,6 +71,34 @@ class NpyRows:
         return out
 
 
+    def take(self, indices: np.ndarray) -> np.ndarray:
+        """Rows at sorted unique ``indices`` as an aligned float32 array ``[len(indices), D]``;
+        runs of consecutive rows are read with one positional read each."""
+        out = aligned_empty((len(indices), self.shape[1]), self.dtype)
+        view = memoryview(out).cast("B")
+        breaks = np.flatnonzero(np.diff(indices) != 1) + 1
+        with open(self.path, "rb", buffering=0) as handle:
+            for run in np.split(np.arange(len(indices)), breaks):
+                if run.size == 0:
+                    continue
+                first, count = int(indices[run[0]]), run.size
+                if first + count > self.shape[0] or first < 0:
+                    raise IndexError(f"row {first + count - 1} outside [0, {self.shape[0]})")
+                lo, hi = run[0] * self.row_bytes, (run[0] + count) * self.row_bytes
+                done = 0
+                while done < hi - lo:
+                    got = os.preadv(handle.fileno(), [view[lo + done:hi]],
+                                    self.offset + first * self.row_bytes + done)
+                    if got == 0:
+                        raise located(self.path, f"file ends before row {first + count} (truncated .npy?)")
+                    done += got
+        if out.dtype != np.float32:
+            converted = aligned_empty(out.shape)
+            np.copyto(converted, out, casting="unsafe")
+            out = converted
+        return out
+
+
 def read_npy_header(path: Path) -> tuple[int, tuple[int, int], np.dtype]:
     """``(data offset in bytes, shape, dtype)`` of a 2-D float ``.npy``; UserInputError otherwise."""
     if not path.is_file():
@@ -136,6 +164,17 @@ def read_rows(source, start: int, stop: int, rows: int | None = None) -> np.ndar
     padded[: block.shape[0]] = block
     padded[block.shape[0]:] = 0
     return padded
+
+
+def take_rows(source, indices: np.ndarray) -> np.ndarray:
+    """Rows ``source[indices]`` (any order, repeats allowed) of ``NpyRows`` or an array, as a
+    C-ordered float32 array ``[len(indices), D]``. Each distinct row is read once."""
+    unique, inverse = np.unique(np.asarray(indices, np.int64), return_inverse=True)
+    if isinstance(source, NpyRows):
+        rows = source.take(unique)
+    else:
+        rows = np.asarray(source[unique], dtype=np.float32)
+    return rows[inverse.reshape(-1)]
 
 
 def prefetch(iterator: Iterator, depth: int = 2) -> Iterator:

@@ -19,7 +19,7 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from stylebench_jax.kernels.blockwise import block_topk, canonical, merge_running, pick_group_size
+from stylebench_jax.kernels.blockwise import block_shortlist, canonical, merge_running, pick_group_size
 from stylebench_jax.kernels.npy_rows import prefetch, read_rows, row_source
 from stylebench_jax.parallel.mesh import make_mesh
 
@@ -47,6 +47,7 @@ class ShardedPool:
 class ScanConfig:
     keep: int          # entries kept per query and device (k, or shortlist + 1 for bfloat16)
     block: int         # candidate rows per device per matmul
+    block_keep: int    # top entries each block's short list must hold (block_shortlist's m)
     precision: str     # "float32" | "bfloat16"
     use_ids: bool      # exclude candidate query_ids[i] from query i
     use_groups: bool   # exclude candidates with query_groups[i] == candidate_groups[j]
@@ -68,23 +69,28 @@ def device_block(n: int, n_data: int, block_size: int) -> int:
 
 def local_scan(state, rows, row_groups, queries, query_ids, query_groups, base, stride, n_valid,
                 *, cfg: ScanConfig):
-    """One device: fold ``rows`` (block after block) into its running top list ``state``."""
-    keys, exact, idx, bad, sq_range = state
+    """One device: fold ``rows`` (block after block) into its running top list ``state``.
+
+    State: ``keys [1, Q, keep]`` (scores; bfloat16-matmul scores in bfloat16 mode), ``idx [1, Q,
+    keep]``, ``bound [1, Q]`` (every candidate a block's short list left out has key <= bound, so
+    every candidate not in the list has key <= max(bound, last key)), ``bad [1]`` (lowest row
+    with NaN/inf), ``sq_range [1, 2]``.
+    """
+    keys, idx, bound, bad, sq_range = state
     start = base + lax.axis_index("data") * stride
-    group_size = pick_group_size(cfg.block, min(cfg.keep, cfg.block))
+    group_size = pick_group_size(cfg.block, min(cfg.block_keep, cfg.block))
     low = queries.astype(jnp.bfloat16) if cfg.precision == "bfloat16" else None
     dims = (((1,), (1,)), ((), ()))
 
     def body(b, carry):
-        keys, exact, idx, bad, sq_range = carry
+        keys, idx, bound, bad, sq_range = carry
         x = lax.dynamic_slice_in_dim(rows, b * cfg.block, cfg.block)
         gidx = start + b * cfg.block + jnp.arange(cfg.block, dtype=jnp.int32)
         valid = gidx < n_valid
         sq = jnp.sum(x * x, axis=1)  # NaN/inf anywhere in a row (or |x| > ~1e19) makes it non-finite
         bad = jnp.minimum(bad, jnp.min(jnp.where(valid & ~jnp.isfinite(sq), gidx, INT_MAX)))
         if cfg.normalize:
-            scale = jnp.where(sq > 0, lax.rsqrt(jnp.where(sq > 0, sq, 1.0)), 0.0)
-            x = x * scale[:, None]
+            x = x * row_scale(sq)[:, None]
             sq = jnp.sum(x * x, axis=1)
         sq_range = jnp.stack([jnp.minimum(sq_range[0, 0], jnp.min(jnp.where(valid, sq, jnp.inf))),
                               jnp.maximum(sq_range[0, 1], jnp.max(jnp.where(valid, sq, 0.0)))])[None]
@@ -104,21 +110,29 @@ def local_scan(state, rows, row_groups, queries, query_ids, query_groups, base, 
             s = lax.dot_general(queries, x, dims, precision=lax.Precision.HIGHEST)
         else:
             s = lax.dot_general(low, x.astype(jnp.bfloat16), dims, preferred_element_type=jnp.float32)
-        values, pos = block_topk(s, cfg.keep, group_size, admissible)
-        block_idx = first + pos
-        if low is None:
-            keys, idx = merge_running((keys[0], idx[0]), (values, block_idx), cfg.keep)
-            exact = keys
+
+        def shortlist(s, mask):
+            return block_shortlist(s, cfg.block_keep, group_size, admissible if mask else None)
+
+        if cfg.use_ids or cfg.use_groups:
+            values, pos, dropped = shortlist(s, True)
         else:
-            picked = x[pos]  # [Q, kb, D] rows of the block's shortlist, re-scored in float32
-            rescored = jnp.einsum("qd,qkd->qk", queries, picked, precision=lax.Precision.HIGHEST)
-            rescored = jnp.where(values == -jnp.inf, -jnp.inf, canonical(rescored))
-            keys, exact, idx = merge_running((keys[0], exact[0], idx[0]), (values, rescored, block_idx),
-                                             cfg.keep)
-        return keys[None], exact[None], idx[None], bad, sq_range
+            # Only a block reaching past n_valid (padding) needs the mask, which costs a pass
+            # writing the masked [Q, block] tile before the group maxima.
+            values, pos, dropped = lax.cond(first + cfg.block > n_valid,
+                                            functools.partial(shortlist, mask=True),
+                                            functools.partial(shortlist, mask=False), s)
+        bound = jnp.maximum(bound, dropped[None])
+        keys, idx = merge_running((keys[0], idx[0]), (values, first + pos), cfg.keep)
+        return keys[None], idx[None], bound, bad, sq_range
 
     n_blocks = rows.shape[0] // cfg.block
-    return lax.fori_loop(0, n_blocks, body, (keys, exact, idx, bad, sq_range))
+    return lax.fori_loop(0, n_blocks, body, (keys, idx, bound, bad, sq_range))
+
+
+def row_scale(sq: jnp.ndarray) -> jnp.ndarray:
+    """``1 / sqrt(sq)`` where ``sq > 0``, else 0: the factor that L2-normalises a row."""
+    return jnp.where(sq > 0, lax.rsqrt(jnp.where(sq > 0, sq, 1.0)), 0.0)
 
 
 @functools.lru_cache(maxsize=64)
@@ -129,6 +143,35 @@ def scan_step(mesh: Mesh, cfg: ScanConfig):
         functools.partial(local_scan, cfg=cfg), mesh=mesh,
         in_specs=(state_spec, P("data", None), P("data"), P(), P(), P(), P(), P(), P()),
         out_specs=state_spec, check_vma=True)
+    return jax.jit(fn)
+
+
+def rescore_rows(queries: jnp.ndarray, rows: jnp.ndarray, normalize: bool) -> jnp.ndarray:
+    """Float32 scores ``[Q, S]`` of ``queries [Q, D]`` against their own rows ``[Q, S, D]``
+    (L2-normalised first with ``normalize``, by the same formula as the scan)."""
+    if normalize:
+        rows = rows * row_scale(jnp.sum(rows * rows, axis=-1))[..., None]
+    return canonical(jnp.einsum("qd,qsd->qs", queries, rows, precision=lax.Precision.HIGHEST))
+
+
+rescore_gathered = jax.jit(rescore_rows, static_argnames="normalize")
+
+
+@functools.lru_cache(maxsize=16)
+def pool_rescore_step(mesh: Mesh, normalize: bool):
+    """Jitted ``shard_map``: float32 scores ``[Q, S]`` of ``queries`` against pool rows ``idx [Q, S]``
+    (global indices, replicated). Each device scores the rows it holds; one ``psum`` adds the
+    single non-zero contribution per entry, so the pool never leaves its devices."""
+
+    def local(rows, queries, idx):
+        per_device = rows.shape[0]
+        local_idx = idx - lax.axis_index("data") * per_device
+        own = (local_idx >= 0) & (local_idx < per_device)
+        scores = rescore_rows(queries, rows[jnp.clip(local_idx, 0, per_device - 1)], normalize)
+        return lax.psum(jnp.where(own, scores, 0.0), "data")
+
+    fn = jax.shard_map(local, mesh=mesh, in_specs=(P("data", None), P(), P()), out_specs=P(),
+                       check_vma=True)
     return jax.jit(fn)
 
 
@@ -180,8 +223,8 @@ class ScanResult:
     """Host copies of the per-device top lists ``[n_data, Q, keep]`` and row statistics."""
 
     keys: np.ndarray       # ranking scores (float32; bfloat16-matmul scores in bfloat16 mode)
-    exact: np.ndarray      # float32 scores (equal to keys in float32 mode)
     indices: np.ndarray    # int32 candidate indices (meaningless where keys == -inf)
+    bound: np.ndarray      # [n_data, Q] largest key dropped by a block's own selection
     bad_row: int           # lowest index of a candidate row with NaN/inf, or -1
     sq_range: tuple[float, float]  # (min, max) squared L2 norm of the scored rows
 
@@ -189,8 +232,8 @@ class ScanResult:
 def _initial_state(mesh: Mesh, q: int, keep: int):
     n_data = mesh.shape["data"]
     sharding = NamedSharding(mesh, P("data"))
-    host = (np.full((n_data, q, keep), -np.inf, np.float32), np.full((n_data, q, keep), -np.inf, np.float32),
-            np.full((n_data, q, keep), -1, np.int32), np.full(n_data, INT_MAX, np.int32),
+    host = (np.full((n_data, q, keep), -np.inf, np.float32), np.full((n_data, q, keep), -1, np.int32),
+            np.full((n_data, q), -np.inf, np.float32), np.full(n_data, INT_MAX, np.int32),
             np.tile(np.array([[np.inf, 0.0]], np.float32), (n_data, 1)))
     return tuple(jax.device_put(a, sharding) for a in host)
 
@@ -208,9 +251,9 @@ def _scalar(mesh: Mesh, value: int):
 
 
 def _finish(state) -> ScanResult:
-    keys, exact, idx, bad, sq = jax.device_get(state)
+    keys, idx, bound, bad, sq = jax.device_get(state)
     bad_row = int(bad.min())
-    return ScanResult(keys, exact, idx, -1 if bad_row == INT_MAX else bad_row,
+    return ScanResult(keys, idx, bound, -1 if bad_row == INT_MAX else bad_row,
                       (float(sq[:, 0].min()), float(sq[:, 1].max())))
 
 

@@ -18,11 +18,13 @@ Padding rows (N need not divide the device count) and excluded candidates score 
 never be returned: a query with fewer than ``k`` admissible candidates gets index ``-1`` and score
 ``-inf`` in its trailing columns.
 
-Precision ``"bfloat16"`` scores blocks with a bfloat16 matmul (float32 accumulation), keeps a
-shortlist of the ``S`` best bfloat16 scores per query, re-scores those rows in float32 and returns
-their float32 top ``k``. The answer is certified exact per query: every candidate left off the
-shortlist has a bfloat16 score ``<= b`` (the ``S + 1``-th best), hence a float32 score
-``<= b + eps`` with
+Precision ``"bfloat16"`` scores blocks with a bfloat16 matmul (float32 accumulation) and keeps,
+per query, the ``S`` best bfloat16 scores ("keys"): each block hands its best ``m = max(2k, k + 8)``
+keys to the running list. Only at the end are those ``S`` rows re-scored in float32 (gathered from
+the host array or file, or scored on the devices holding a resident pool), and their float32 top
+``k`` is returned. The answer is certified exact per query: every candidate left off the
+shortlist has a key ``<= b``, where ``b`` is the larger of the ``S + 1``-th best key and the
+largest ``m``-th key of any block, hence a float32 score ``<= b + eps`` with
 
     eps = |q| max|c| (2u + u^2 + 2 g_D (1 + (1 + u)^2)),  u = 2^-8, g_D = D 2^-24 / (1 - D 2^-24)
 
@@ -32,20 +34,21 @@ nothing left off can enter the top ``k``; otherwise that query is searched again
 So the returned indices are always those of the float32 search; the only difference can come
 from the float32 scores themselves, which are computed by a different kernel (matrix-vector
 instead of matrix-matrix) and may differ in the last bit, i.e. swap two candidates whose float32
-scores agree to ~``D * 2^-24``.
+scores agree to ~``D * 2^-24``. On this machine's CPU (AVX512-BF16) the bfloat16 matmul runs at
+about twice the float32 rate, which is where the mode's speed comes from (``bench_topk.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
 import jax
 import numpy as np
-from jax.sharding import Mesh
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from stylebench_jax.kernels.npy_rows import is_aligned, row_source
+from stylebench_jax.kernels.npy_rows import is_aligned, row_source, take_rows
 from stylebench_jax.kernels.scan import (
     DEFAULT_BLOCK,
     ScanConfig,
@@ -55,6 +58,8 @@ from stylebench_jax.kernels.scan import (
     chunk_spans,
     data_mesh,
     device_block,
+    pool_rescore_step,
+    rescore_gathered,
     round_up,
     scan_pool,
     scan_stream,
@@ -108,37 +113,6 @@ def bf16_margin(query_norms: np.ndarray, max_candidate_norm: float, dim: int) ->
     return query_norms * max_candidate_norm * (2 * u + u * u + 2 * gamma * (1 + (1 + u) ** 2)) + 1e-30
 
 
-def _merge_devices(result: ScanResult, k: int):
-    """Merge per-device lists ``[n_data, Q, keep]`` into ``[Q, n_data * keep]`` sorted by
-    (key descending, index ascending); returns (keys, exact, indices)."""
-    n_data, q, keep = result.keys.shape
-
-    def flat(a):
-        return a.transpose(1, 0, 2).reshape(q, n_data * keep)
-
-    keys, exact, idx = flat(result.keys), flat(result.exact), flat(result.indices).astype(np.int64)
-    order = np.lexsort((idx, -keys), axis=-1)
-    take = functools.partial(np.take_along_axis, indices=order, axis=1)
-    return take(keys), take(exact), take(idx)
-
-
-def _final(scores: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    scores, idx = scores[:, :k].astype(np.float32), idx[:, :k].copy()
-    idx[scores == -np.inf] = -1
-    return idx, scores
-
-
-def _select_bf16(keys, exact, idx, k: int, shortlist: int, eps: np.ndarray):
-    """Top ``k`` by float32 score among the ``shortlist`` best bfloat16 keys; certified mask."""
-    bound = keys[:, shortlist] if keys.shape[1] > shortlist else np.full(keys.shape[0], -np.inf)
-    keys, exact, idx = keys[:, :shortlist], exact[:, :shortlist], idx[:, :shortlist]
-    order = np.lexsort((idx, -exact), axis=-1)
-    exact, idx = np.take_along_axis(exact, order, 1), np.take_along_axis(idx, order, 1)
-    kth = exact[:, k - 1]
-    certified = (bound == -np.inf) | (kth > bound.astype(np.float64) + eps)
-    return exact, idx, certified
-
-
 @dataclasses.dataclass(frozen=True)
 class _Plan:
     mesh: Mesh
@@ -149,6 +123,54 @@ class _Plan:
     groups: np.ndarray | None
     block: int
     spans: list
+
+
+def _merge_devices(result: ScanResult):
+    """Merge per-device lists ``[n_data, Q, keep]`` into ``[Q, n_data * keep]`` sorted by
+    (key descending, index ascending); returns (keys, indices)."""
+    n_data, q, keep = result.keys.shape
+
+    def flat(a):
+        return a.transpose(1, 0, 2).reshape(q, n_data * keep)
+
+    keys, idx = flat(result.keys), flat(result.indices).astype(np.int64)
+    order = np.lexsort((idx, -keys), axis=-1)
+    return np.take_along_axis(keys, order, 1), np.take_along_axis(idx, order, 1)
+
+
+def _final(scores: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    scores, idx = scores[:, :k].astype(np.float32), idx[:, :k].copy()
+    idx[scores == -np.inf] = -1
+    return idx, scores
+
+
+def _rescore(plan: _Plan, queries: np.ndarray, idx: np.ndarray, normalize: bool) -> np.ndarray:
+    """Float32 scores ``[Q, S]`` of ``queries`` against candidates ``idx [Q, S]`` (-1: none)."""
+    safe = np.maximum(idx, 0)
+    if plan.pool is not None:
+        rep = NamedSharding(plan.mesh, P())
+        step = pool_rescore_step(plan.mesh, normalize)
+        scores = step(plan.pool.rows, jax.device_put(queries, rep),
+                      jax.device_put(safe.astype(np.int32), rep))
+    else:
+        rows = take_rows(plan.source, safe.reshape(-1)).reshape(*idx.shape, plan.dim)
+        scores = rescore_gathered(queries, rows, normalize=normalize)
+    return np.asarray(scores)
+
+
+def _select_bf16(plan: _Plan, queries: np.ndarray, result: ScanResult, k: int, shortlist: int,
+                 eps: np.ndarray, normalize: bool):
+    """Top ``k`` by float32 score among the ``shortlist`` best bfloat16 keys; certified mask."""
+    keys, idx = _merge_devices(result)
+    bound = keys[:, shortlist] if keys.shape[1] > shortlist else np.full(keys.shape[0], -np.inf)
+    bound = np.maximum(bound, result.bound.max(axis=0))
+    keys, idx = keys[:, :shortlist], idx[:, :shortlist]
+    exact = np.where(keys == -np.inf, -np.inf, _rescore(plan, queries, idx, normalize))
+    order = np.lexsort((idx, -exact), axis=-1)
+    exact, idx = np.take_along_axis(exact, order, 1), np.take_along_axis(idx, order, 1)
+    kth = exact[:, k - 1]
+    certified = (bound == -np.inf) | (kth > bound.astype(np.float64) + eps)
+    return exact, idx, certified
 
 
 def _plan(candidates, mesh, candidate_groups, block_size: int, chunk_rows: int) -> _Plan:
@@ -217,7 +239,8 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     kk = min(k, plan.n)
     short = min(shortlist or max(2 * kk, kk + 32), plan.n)
     keep = kk if precision == "float32" else (short + 1 if short < plan.n else plan.n)
-    cfg = ScanConfig(keep, plan.block, precision, ids is not None, qgroups is not None, normalize)
+    block_keep = keep if precision == "float32" else min(keep, max(2 * kk, kk + 8))
+    cfg = ScanConfig(keep, plan.block, block_keep, precision, ids is not None, qgroups is not None, normalize)
     out_idx = np.full((q.shape[0], kk), -1, np.int64)
     out_scores = np.full((q.shape[0], kk), -np.inf, np.float32)
     uncertified, norm_range = [], (math.inf, 0.0)
@@ -228,13 +251,12 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
         if result.bad_row >= 0:
             raise NonFiniteRowError(result.bad_row)
         norm_range = (min(norm_range[0], result.sq_range[0]), max(norm_range[1], result.sq_range[1]))
-        keys, exact, idx = _merge_devices(result, kk)
         if precision == "float32":
-            scores = exact
+            scores, idx = _merge_devices(result)
         else:
             eps = bf16_margin(np.linalg.norm(q[lo:hi].astype(np.float64), axis=1),
                               math.sqrt(result.sq_range[1]), plan.dim)
-            scores, idx, certified = _select_bf16(keys, exact, idx, kk, short, eps)
+            scores, idx, certified = _select_bf16(plan, q[lo:hi], result, kk, short, eps, normalize)
             uncertified.extend(lo + np.flatnonzero(~certified))
         out_idx[lo:hi], out_scores[lo:hi] = _final(scores, idx, kk)
     if uncertified:
@@ -263,5 +285,5 @@ def _scan_batch(plan: _Plan, queries: np.ndarray, ids, groups, cfg: ScanConfig) 
         result = scan_pool(plan.pool, queries, ids, groups, cfg)
     else:
         result = scan_stream(plan.source, plan.mesh, queries, ids, groups, plan.groups, cfg, plan.spans)
-    return dataclasses.replace(result, keys=result.keys[:, :q], exact=result.exact[:, :q],
-                               indices=result.indices[:, :q])
+    return dataclasses.replace(result, keys=result.keys[:, :q], indices=result.indices[:, :q],
+                               bound=result.bound[:, :q])

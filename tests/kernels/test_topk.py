@@ -1,12 +1,13 @@
 """Blocked top-k equals brute force (full matrix + stable argsort) on 1, 8 and 4x2 devices."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from kernel_helpers import assert_topk_equal, dyadic, meshes, unit_rows
 
 from stylebench_jax.kernels import NonFiniteRowError, shard_pool, topk_cosine
-from stylebench_jax.kernels.blockwise import block_topk
+from stylebench_jax.kernels.blockwise import block_shortlist, merge_running
 from stylebench_jax.kernels.npy_rows import aligned_empty, is_aligned
 from stylebench_jax.kernels.scan import chunk_spans
 
@@ -185,12 +186,26 @@ def test_bad_arguments_raise():
 
 
 @pytest.mark.parametrize("group_size", [1, 8, 16])
-def test_block_topk_matches_stable_argsort(group_size):
+def test_block_shortlist_merge_matches_stable_argsort(group_size):
+    """Short list + merge into an empty running list = the block's top 5 by stable argsort, and
+    every entry left off the short list is <= its bound."""
     rng = np.random.default_rng(11)
     s = rng.integers(-3, 4, (6, 128)).astype(np.float32)
     s[0] = -np.inf
     s[1, ::3] = -np.inf
-    values, pos = jax.jit(block_topk, static_argnums=(1, 2))(s, 5, group_size)
+    s[2, 40] = -0.0
+
+    def top5(s):
+        values, pos, bound = block_shortlist(s, 5, group_size)
+        empty = (jnp.full((6, 5), -jnp.inf), jnp.zeros((6, 5), jnp.int32))
+        return (*merge_running(empty, (values, pos), 5), pos, bound)
+
+    values, pos, short_pos, bound = map(np.asarray, jax.jit(top5)(s))
     ref = np.argsort(-s, axis=1, kind="stable")[:, :5]
-    np.testing.assert_array_equal(np.asarray(pos), ref)
-    np.testing.assert_array_equal(np.asarray(values), np.take_along_axis(s, ref, 1))
+    np.testing.assert_array_equal(values, np.take_along_axis(s, ref, 1))
+    real = values > -np.inf  # -inf entries (row 0) are "no candidate"; their index is unused
+    np.testing.assert_array_equal(pos[real], ref[real])
+    for row in range(6):
+        left_out = np.setdiff1d(np.arange(128), short_pos[row])
+        assert (s[row, left_out] <= bound[row]).all()
+        assert (group_size == 1) == (left_out.size == 0)
