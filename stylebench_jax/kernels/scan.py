@@ -82,10 +82,8 @@ def local_scan(state, rows, row_groups, queries, query_ids, query_groups, base, 
     low = queries.astype(jnp.bfloat16) if cfg.precision == "bfloat16" else None
     dims = (((1,), (1,)), ((), ()))
 
-    def body(b, carry):
-        keys, idx, bound, bad, sq_range = carry
-        x = lax.dynamic_slice_in_dim(rows, b * cfg.block, cfg.block)
-        gidx = start + b * cfg.block + jnp.arange(cfg.block, dtype=jnp.int32)
+    def stats(x, gidx, bad, sq_range):
+        """Fold rows ``x`` (global indices ``gidx``) into ``bad``/``sq_range``; their squared norms."""
         valid = gidx < n_valid
         sq = jnp.sum(x * x, axis=1)  # NaN/inf anywhere in a row (or |x| > ~1e19) makes it non-finite
         bad = jnp.minimum(bad, jnp.min(jnp.where(valid & ~jnp.isfinite(sq), gidx, INT_MAX)))
@@ -94,6 +92,19 @@ def local_scan(state, rows, row_groups, queries, query_ids, query_groups, base, 
             sq = jnp.sum(x * x, axis=1)
         sq_range = jnp.stack([jnp.minimum(sq_range[0, 0], jnp.min(jnp.where(valid, sq, jnp.inf))),
                               jnp.maximum(sq_range[0, 1], jnp.max(jnp.where(valid, sq, 0.0)))])[None]
+        return x, bad, sq_range
+
+    if not cfg.normalize:
+        # One pass over all rows of the call: inside the loop it would read each block a second
+        # time through a copy (~6% of a bfloat16 search).
+        _, bad, sq_range = stats(rows, start + jnp.arange(rows.shape[0], dtype=jnp.int32), bad, sq_range)
+
+    def body(b, carry):
+        keys, idx, bound, bad, sq_range = carry
+        x = lax.dynamic_slice_in_dim(rows, b * cfg.block, cfg.block)
+        if cfg.normalize:
+            x, bad, sq_range = stats(x, start + b * cfg.block + jnp.arange(cfg.block, dtype=jnp.int32),
+                                     bad, sq_range)
         first = start + b * cfg.block
         local_groups = (lax.dynamic_slice_in_dim(row_groups, b * cfg.block, cfg.block)
                         if cfg.use_groups else None)

@@ -154,7 +154,7 @@ def _rescore(plan: _Plan, queries: np.ndarray, idx: np.ndarray, normalize: bool)
                       jax.device_put(safe.astype(np.int32), rep))
     else:
         rows = take_rows(plan.source, safe.reshape(-1)).reshape(*idx.shape, plan.dim)
-        scores = rescore_gathered(queries, rows, normalize=normalize)
+        scores = rescore_gathered(jax.device_put(queries), jax.device_put(rows), normalize=normalize)
     return np.asarray(scores)
 
 

@@ -7,7 +7,7 @@ import pytest
 from kernel_helpers import assert_topk_equal, dyadic, meshes, unit_rows
 
 from stylebench_jax.kernels import NonFiniteRowError, shard_pool, topk_cosine
-from stylebench_jax.kernels.blockwise import block_shortlist, merge_running
+from stylebench_jax.kernels.blockwise import block_shortlist, merge_running, pick_group_size
 from stylebench_jax.kernels.npy_rows import aligned_empty, is_aligned
 from stylebench_jax.kernels.scan import chunk_spans
 
@@ -125,6 +125,30 @@ def test_group_exclusion_and_exhausted_queries(mesh):
     assert (result.indices[0] == -1).any() and (result.scores[result.indices == -1] == -np.inf).all()
     pool = shard_pool(c, mesh, groups=cg, block_size=8)
     np.testing.assert_array_equal(topk_cosine(q, pool, 48, query_groups=qg).indices, result.indices)
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_grouped_short_lists_with_exclusions(mesh, precision):
+    """1024-row blocks with k = 2 take block_shortlist's grouped path in both precisions (groups
+    of 16 for m = 2, of 8 for bfloat16's m = 10); dyadic rows are exact in bfloat16 too, so both
+    must equal brute force bit for bit, ties included, with self and same-group exclusion and a
+    pool that no device count divides."""
+    assert pick_group_size(1024, 2) == 16 and pick_group_size(1024, 10) == 8
+    rng = np.random.default_rng(12)
+    c = dyadic(rng, (9001, 8), levels=1)
+    q = c[:37]
+    excluded = np.zeros((37, 9001), bool)
+    excluded[np.arange(37), np.arange(37)] = True
+    with jax.transfer_guard("disallow"):
+        result = topk_cosine(q, c, 2, mesh=mesh, block_size=1024, exclude_self=True, precision=precision)
+    assert_topk_equal(result, q, c, 2, excluded)
+    cg = rng.integers(0, 50, 9001)
+    result = topk_cosine(q, c, 2, mesh=mesh, block_size=1024, query_groups=cg[:37], candidate_groups=cg,
+                         precision=precision)
+    assert_topk_equal(result, q, c, 2, cg[:37, None] == cg[None, :])
+    result = topk_cosine(q, c, 2, mesh=mesh, block_size=1024, precision=precision)
+    assert_topk_equal(result, q, c, 2)
+    assert result.n_recomputed < 37  # most bfloat16 answers certified, not searched again
 
 
 def test_bfloat16_is_exact_on_representable_inputs(mesh):
