@@ -19,12 +19,13 @@ never be returned: a query with fewer than ``k`` admissible candidates gets inde
 ``-inf`` in its trailing columns.
 
 Precision ``"bfloat16"`` scores blocks with a bfloat16 matmul (float32 accumulation) and keeps,
-per query, the ``S`` best bfloat16 scores ("keys"): each block hands its best ``m = max(2k, k + 8)``
-keys to the running list. Only at the end are those ``S`` rows re-scored in float32 (gathered from
-the host array or file, or scored on the devices holding a resident pool), and their float32 top
-``k`` is returned. The answer is certified exact per query: every candidate left off the
-shortlist has a key ``<= b``, where ``b`` is the larger of the ``S + 1``-th best key and the
-largest ``m``-th key of any block, hence a float32 score ``<= b + eps`` with
+per query, the ``S`` best bfloat16 scores ("keys"): each block hands the running list a short
+list holding its best ``m = max(2k, k + 8)`` keys (:func:`blockwise.block_shortlist`). Only at
+the end are those ``S`` rows re-scored in float32 (gathered from the host array or file, or
+scored on the devices holding a resident pool), and their float32 top ``k`` is returned. The
+answer is certified exact per query: every candidate left off the shortlist has a key ``<= b``,
+where ``b`` is the larger of the ``S + 1``-th best key and the largest key any block's short
+list left out (at most that block's ``m``-th best), hence a float32 score ``<= b + eps`` with
 
     eps = |q| max|c| (2u + u^2 + 2 g_D (1 + (1 + u)^2)),  u = 2^-8, g_D = D 2^-24 / (1 - D 2^-24)
 
@@ -224,7 +225,8 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     ``"bfloat16"`` (certified, see module docstring); shortlist: bfloat16 shortlist size
     (default ``max(2k, k + 32)``). normalize: L2-normalise queries and candidate rows first.
     Memory: ``query_batch * block_size`` float32 scores per device plus the chunks in flight
-    (none for an aligned float32 array, which is used in place).
+    (none for an aligned float32 array, which is used in place); bfloat16 adds the re-scored
+    rows, ``query_batch * shortlist * D`` float32 (66 MB at 1024 x 42 x 384).
     Raises ValueError on bad shapes/labels, :class:`NonFiniteRowError` on NaN/inf candidates.
     """
     if precision not in ("float32", "bfloat16"):
