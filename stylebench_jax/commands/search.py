@@ -106,6 +106,8 @@ def _hits(result):
 
 
 def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from stylebench_jax.fileio import write_jsonl_atomic
     from stylebench_jax.kernels.npy_rows import NpyRows
     from stylebench_jax.kernels.scan import DEFAULT_BLOCK
@@ -128,14 +130,25 @@ def run(args: argparse.Namespace) -> int:
     candidate_groups = _load_groups(args.candidate_groups, pool.shape[0], "candidate group")
     mesh = make_mesh(args.mesh)
     start = time.perf_counter()
+    batches = -(-queries.shape[0] // args.query_batch)
+    bar = tqdm(total=pool.shape[0] * batches, desc="search", unit="row", unit_scale=True, file=sys.stderr,
+               disable=args.quiet)
+
+    def advance(rows: int) -> None:
+        if bar.n + rows > bar.total:  # queries searched again in float32 (--bf16)
+            bar.total = bar.n + rows
+        bar.update(rows)
+
     try:
         result = topk_cosine(
             queries, pool, args.k, mesh=mesh, block_size=args.block_size or DEFAULT_BLOCK,
             exclude_self=args.exclude_self, query_groups=query_groups, candidate_groups=candidate_groups,
             precision="bfloat16" if args.bf16 else "float32", normalize=args.normalize,
-            query_batch=args.query_batch)
+            query_batch=args.query_batch, progress=advance)
     except NonFiniteRowError as error:
         raise located(args.candidates, f"row {error.row}: NaN or infinity in the embedding") from None
+    finally:
+        bar.close()
     low, high = result.norm_range
     if not args.normalize and not (abs(low - 1) <= NORM_TOLERANCE and abs(high - 1) <= NORM_TOLERANCE):
         raise located(args.candidates, f"row L2 norms range from {low:.4g} to {high:.4g}, expected 1 "

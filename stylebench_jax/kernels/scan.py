@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -296,12 +297,13 @@ def chunk_spans(n: int, slab: int, chunk_rows: int, in_place: bool) -> list[tupl
 
 def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups,
                 candidate_groups: np.ndarray | None, cfg: ScanConfig, spans: list[tuple[int, int, int]],
-                prefetch_depth: int = 2) -> ScanResult:
+                prefetch_depth: int = 2, progress: Callable[[int], None] | None = None) -> ScanResult:
     """One pass of ``queries`` over host rows (array or ``NpyRows``) in the chunks ``spans``.
 
     A background thread reads the next chunks while the devices work on the current one; at most
     ``prefetch_depth`` chunks wait on the host and two are in flight on the devices. Chunks that
     are aligned views of the source are handed to the devices without a copy (CPU).
+    ``progress(rows)`` is called as each chunk's ``rows`` candidates are done.
     """
     n = source.shape[0]
     n_data = mesh.shape["data"]
@@ -328,7 +330,16 @@ def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups
         groups_dev = dummy_groups if groups is None else jax.device_put(groups, vec_sharding)
         state = step(state, rows_dev, groups_dev, *query_args, _scalar(mesh, start),
                      _scalar(mesh, rows.shape[0] // n_data), n_arg)
-        in_flight.append(state[3])
+        in_flight.append((state[3], min(rows.shape[0], n - start)))
         if len(in_flight) > 2:
-            jax.block_until_ready(in_flight.pop(0))
+            _wait(in_flight.pop(0), progress)
+    for item in in_flight:
+        _wait(item, progress)
     return _finish(state)
+
+
+def _wait(item, progress: Callable[[int], None] | None) -> None:
+    marker, rows = item
+    jax.block_until_ready(marker)
+    if progress is not None:
+        progress(rows)

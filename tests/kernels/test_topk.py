@@ -151,6 +151,18 @@ def test_grouped_short_lists_with_exclusions(mesh, precision):
     assert result.n_recomputed < 37  # most bfloat16 answers certified, not searched again
 
 
+def test_progress_reports_every_candidate_row_per_query_batch(tmp_path):
+    rng = np.random.default_rng(13)
+    c, q = unit_rows(rng, (1000, 8)), unit_rows(rng, (5, 8))
+    np.save(tmp_path / "c.npy", c)
+    seen = []
+    result = topk_cosine(q, tmp_path / "c.npy", 3, block_size=32, chunk_rows=256, query_batch=2,
+                         progress=seen.append)
+    assert_topk_equal(result, q, c, 3, exact=False)
+    assert sum(seen) == 1000 * 3  # three query batches, each over the whole pool
+    assert len(seen) == 3 * 4 and max(seen) == 256  # chunk by chunk: 8 devices x 32 rows
+
+
 def test_bfloat16_is_exact_on_representable_inputs(mesh):
     rng = np.random.default_rng(7)
     c, q = dyadic(rng, (200, 8)), dyadic(rng, (7, 8))
