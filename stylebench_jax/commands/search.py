@@ -131,8 +131,9 @@ def run(args: argparse.Namespace) -> int:
     mesh = make_mesh(args.mesh)
     start = time.perf_counter()
     batches = -(-queries.shape[0] // args.query_batch)
+    # delay: searches under a second (and bad input found early) print no bar at all
     bar = tqdm(total=pool.shape[0] * batches, desc="search", unit="row", unit_scale=True, file=sys.stderr,
-               disable=args.quiet)
+               disable=args.quiet, delay=1.0)
 
     def advance(rows: int) -> None:
         if bar.n + rows > bar.total:  # queries searched again in float32 (--bf16)
@@ -145,10 +146,13 @@ def run(args: argparse.Namespace) -> int:
             exclude_self=args.exclude_self, query_groups=query_groups, candidate_groups=candidate_groups,
             precision="bfloat16" if args.bf16 else "float32", normalize=args.normalize,
             query_batch=args.query_batch, progress=advance)
-    except NonFiniteRowError as error:
-        raise located(args.candidates, f"row {error.row}: NaN or infinity in the embedding") from None
-    finally:
+    except BaseException as error:
+        bar.leave = False  # the error line alone, not a half-full bar above it
         bar.close()
+        if isinstance(error, NonFiniteRowError):
+            raise located(args.candidates, f"row {error.row}: NaN or infinity in the embedding") from None
+        raise
+    bar.close()
     low, high = result.norm_range
     if not args.normalize and not (abs(low - 1) <= NORM_TOLERANCE and abs(high - 1) <= NORM_TOLERANCE):
         raise located(args.candidates, f"row L2 norms range from {low:.4g} to {high:.4g}, expected 1 "

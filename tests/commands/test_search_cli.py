@@ -143,5 +143,4 @@ def test_console_entry_point(pool):
     proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "8 queries x 203 candidates" in proc.stderr
-    assert "203/203" in proc.stderr  # the progress bar ran to the end
     assert [h["indices"] for h in read_hits(out)] == brute_force(q, c, 3)[0]
