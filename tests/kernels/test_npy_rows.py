@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from stylebench_jax.errors import UserInputError
-from stylebench_jax.kernels.npy_rows import NpyRows, is_aligned, prefetch, read_rows, row_source
+from stylebench_jax.kernels.npy_rows import NpyRows, is_aligned, prefetch, read_rows, row_source, take_rows
 
 
 def test_blocks_equal_the_array_and_are_aligned(tmp_path):
@@ -42,6 +42,22 @@ def test_truncated_file_and_missing_file(tmp_path):
         NpyRows(tmp_path / "cut.npy")
     with pytest.raises(UserInputError, match="no such file"):
         NpyRows(tmp_path / "nope.npy")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_take_rows_gathers_any_order_with_repeats(tmp_path, dtype):
+    """The bfloat16 re-scoring gathers shortlist rows: unsorted, repeated, runs of neighbours."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((300, 5)).astype(dtype)
+    np.save(tmp_path / "x.npy", x)
+    idx = np.concatenate([rng.integers(0, 300, 50), [7, 7, 8, 9, 10, 299, 0, 0], np.arange(120, 160)])
+    expected = x[idx].astype(np.float32)
+    for source in (x, row_source(tmp_path / "x.npy"), np.load(tmp_path / "x.npy", mmap_mode="r")):
+        got = take_rows(row_source(source), idx)
+        assert got.dtype == np.float32 and got.shape == (idx.size, 5)
+        np.testing.assert_array_equal(got, expected)
+    with pytest.raises(IndexError):
+        NpyRows(tmp_path / "x.npy").take(np.array([298, 299, 300]))
 
 
 def test_prefetch_passes_items_and_errors_through():

@@ -163,6 +163,26 @@ def test_progress_reports_every_candidate_row_per_query_batch(tmp_path):
     assert len(seen) == 3 * 4 and max(seen) == 256  # chunk by chunk: 8 devices x 32 rows
 
 
+@pytest.mark.parametrize("normalize", [False, True])
+def test_bfloat16_rescores_from_every_source(tmp_path, mesh, normalize):
+    """bfloat16 re-scores its shortlist wherever the rows live: host array, .npy file (positional
+    reads), memmap, or the devices of a resident pool (each scores its own rows, one psum)."""
+    rng = np.random.default_rng(14)
+    c, q = unit_rows(rng, (777, 16)), unit_rows(rng, (6, 16))
+    if normalize:
+        c *= rng.uniform(0.5, 2.0, (777, 1)).astype(np.float32)
+    np.save(tmp_path / "c.npy", c)
+    ref = topk_cosine(q, c, 7, mesh=mesh, block_size=64, normalize=normalize)
+    sources = {"array": c, "path": tmp_path / "c.npy", "memmap": np.load(tmp_path / "c.npy", mmap_mode="r"),
+               "pool": shard_pool(c, mesh, block_size=64)}
+    for name, source in sources.items():
+        got = topk_cosine(q, source, 7, mesh=mesh, block_size=64, chunk_rows=256, normalize=normalize,
+                          precision="bfloat16")
+        assert got.n_recomputed < 6, name  # certified answers, not only float32 re-searches
+        np.testing.assert_array_equal(got.indices, ref.indices, err_msg=name)
+        np.testing.assert_allclose(got.scores, ref.scores, atol=1e-6, err_msg=name)
+
+
 def test_bfloat16_is_exact_on_representable_inputs(mesh):
     rng = np.random.default_rng(7)
     c, q = dyadic(rng, (200, 8)), dyadic(rng, (7, 8))
