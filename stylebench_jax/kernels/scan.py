@@ -84,7 +84,8 @@ def local_scan(state, rows, row_groups, queries, query_ids, query_groups, base, 
     dims = (((1,), (1,)), ((), ()))
 
     def stats(x, gidx, bad, sq_range):
-        """Fold rows ``x`` (global indices ``gidx``) into ``bad``/``sq_range``; their squared norms."""
+        """Fold rows ``x`` (global indices ``gidx``) into ``bad`` and ``sq_range``; returns the rows
+        (L2-normalised with ``cfg.normalize``; the range is then that of the normalised rows)."""
         valid = gidx < n_valid
         sq = jnp.sum(x * x, axis=1)  # NaN/inf anywhere in a row (or |x| > ~1e19) makes it non-finite
         bad = jnp.minimum(bad, jnp.min(jnp.where(valid & ~jnp.isfinite(sq), gidx, INT_MAX)))
