@@ -39,8 +39,12 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["stylebench_jax", "stylebench_jax.*"]),
-    package_data={"stylebench_jax": ["resources/*"]},
+    # configs/suites ships inside the package too, so `stylebench eval --suite quick` works from a
+    # wheel as well as from a checkout (data/suites.py looks in the checkout first).
+    packages=[*find_packages(include=["stylebench_jax", "stylebench_jax.*"]),
+              "stylebench_jax.bundled_suites"],
+    package_dir={"stylebench_jax.bundled_suites": "configs/suites"},
+    package_data={"stylebench_jax": ["resources/*"], "stylebench_jax.bundled_suites": ["*.yaml"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["stylebench=stylebench_jax.cli:main"]},

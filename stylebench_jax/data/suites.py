@@ -15,7 +15,8 @@ A suite file (``configs/suites/<name>.yaml``) looks like::
 ``load_suite(name_or_path)`` reads and validates it; every problem is a ``UserInputError``
 naming the file, the line and the key (e.g. ``quick.yaml:14: datasets[3].tasks[1]: unknown task
 'clusters' for dataset 'cds_samples'; expected some of clustering, pair_all, probing``).
-A bare name is looked up in the repository's ``configs/suites/``.
+A bare name is looked up in the repository's ``configs/suites/`` (installed from a wheel: the
+copy in ``stylebench_jax/bundled_suites/``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from stylebench_jax.data.registry import DATASETS, load_units
 from stylebench_jax.data.units import SIZES, EvalUnit
 from stylebench_jax.errors import UserInputError, located
 
-SUITES_DIR = Path(__file__).resolve().parents[2] / "configs" / "suites"
+_CHECKOUT_SUITES = Path(__file__).resolve().parents[2] / "configs" / "suites"
+_INSTALLED_SUITES = Path(__file__).resolve().parents[1] / "bundled_suites"  # setup.py: package_dir
+SUITES_DIR = _CHECKOUT_SUITES if _CHECKOUT_SUITES.is_dir() else _INSTALLED_SUITES
 SUITE_KEYS = ("name", "description", "size", "datasets")
 ENTRY_KEYS = ("dataset", "size", "tasks", "subsets")
 
