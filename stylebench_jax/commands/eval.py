@@ -20,7 +20,7 @@ For every model x dataset x subset x task the primary metric and its secondary m
 computed with 95% bootstrap confidence intervals (instances resampled, seeded by --seed). Each
 such cell is stored on its own under DIR/cells/ as soon as it finishes, so an interrupted run
 continues where it stopped (resume): re-running skips cells already computed (same model
-identity, data, seed and --n-boot) unless --force is given.
+identity, data, seed, --n-boot and stylebench code) unless --force is given.
 
 Outputs in DIR:
   results.jsonl   one line per model x dataset x subset x task x metric:

@@ -2,13 +2,15 @@
 
 Cells are the unit of resume: ``DIR/cells/<model>/<dataset>/<subset>/<task>.json`` is written
 atomically once the task finishes, and a later run reuses it when its ``fingerprint`` still matches
-(same model identity, same data content, same seed, bootstrap count and code version). Path parts
+(same model identity, same data content, same seed, bootstrap count and code: the package version
+plus a digest of its Python sources, see :func:`code_digest`). Path parts
 are percent-encoded, so ``baseline:char3gram`` or a local checkpoint path are safe folder names.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -144,6 +146,20 @@ def _feed(digest, value: Any) -> None:
         text = f"{type(value).__name__}:{value!r}"
         digest.update(len(text).to_bytes(8, "little"))
         digest.update(text.encode("utf-8", "surrogatepass"))
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """16 hex digits of SHA-256 over every ``.py`` file of the installed package (relative path and
+    bytes, sorted by path). A stored cell computed by other code (a fixed task, a new metric) is
+    recomputed rather than reused; a change that does not move any number costs a rerun of the
+    tasks only, since embeddings come from the embedding cache."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def cell_fingerprint(*, model_identity: str, data_digest: str, seed: int, n_boot: int,

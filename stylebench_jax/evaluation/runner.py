@@ -30,6 +30,7 @@ from stylebench_jax.evaluation.cells import (
     CellKey,
     CellResult,
     cell_fingerprint,
+    code_digest,
     payload_digest,
     read_cell,
     write_cell,
@@ -144,7 +145,7 @@ def run_cells(models: Sequence[ModelEntry], units: Sequence[Any], cells_dir: Pat
                 bar.set_postfix_str(key.describe(), refresh=False)
                 fingerprint = cell_fingerprint(
                     model_identity=entry.identity, data_digest=digests[key.dataset, key.subset, key.task],
-                    seed=settings.seed, n_boot=settings.n_boot, code_version=__version__,
+                    seed=settings.seed, n_boot=settings.n_boot, code_version=f"{__version__}+{code_digest()}",
                     extra=(unit.task,))
                 stored = None if settings.force else read_cell(cells_dir, key)
                 if stored is not None and stored.fingerprint == fingerprint:
