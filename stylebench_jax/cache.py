@@ -7,9 +7,11 @@ Layout under the cache root (``--cache-dir``, ``$STYLEBENCH_CACHE`` or ``~/.cach
     <root>/<space>/<shard>.keys.npy       [n, 32] uint8: SHA-256 of each text's UTF-8 bytes
 
 ``space`` is the SHA-256 of the embedder ``identity`` (which covers the weights digest, the
-tokenizer, pooling, normalisation, max length, long-text policy, sentence splitter and dtype), so
-the key of a vector is (identity, text). Each ``embed`` call that computes new vectors writes one
-shard: vectors first, keys last, each by write-to-temp + rename. A shard counts only when its keys
+tokenizer, pooling, normalisation, max length, long-text policy, sentence splitter and dtype) and
+of the embedding code (a digest of ``encoders/`` and ``text/``: a fixed encoder or chunker must
+not be served vectors its old version computed), so the key of a vector is (identity, code,
+text). Each ``embed`` call that computes new vectors writes one shard: vectors first, keys last,
+each by write-to-temp + rename. A shard counts only when its keys
 file exists and matches its vectors file, so a run killed at any point leaves either a complete
 shard or ignorable leftovers (removed by ``clear`` or the next ``compact``).
 """
@@ -27,6 +29,7 @@ import numpy as np
 
 from stylebench_jax.encoders.base import Embedder
 from stylebench_jax.fileio import atomic_open, save_npy_atomic
+from stylebench_jax.sources import source_digest
 
 KEY_BYTES = 32
 _SPACE_NAME = re.compile(r"[0-9a-f]{32}")
@@ -55,6 +58,11 @@ def text_keys(texts: Sequence[str]) -> np.ndarray:
     return keys
 
 
+def space_label(embedder: Embedder) -> str:
+    """What a cache space belongs to: the embedder identity plus the embedding code's digest."""
+    return f"{embedder.identity} code={source_digest('encoders', 'text')}"
+
+
 class EmbeddingCache:
     """``embed(embedder, texts)`` returns cached rows and computes (then stores) only the misses."""
 
@@ -66,7 +74,7 @@ class EmbeddingCache:
         self.misses = 0
 
     def space(self, embedder: Embedder) -> Path:
-        digest = hashlib.sha256(embedder.identity.encode("utf-8")).hexdigest()[:32]
+        digest = hashlib.sha256(space_label(embedder).encode("utf-8")).hexdigest()[:32]
         return self.root / digest
 
     def _load_index(self, space: Path) -> dict[bytes, tuple[Path, int]]:
@@ -118,7 +126,7 @@ class EmbeddingCache:
         identity_file = space / "identity.txt"
         if not identity_file.exists():
             with atomic_open(identity_file, "w") as handle:
-                handle.write(embedder.identity + "\n")
+                handle.write(space_label(embedder) + "\n")
         keys = text_keys(texts)
         shard = hashlib.sha256(keys.tobytes()).hexdigest()[:24]
         vectors_path = space / f"{shard}.vectors.npy"

@@ -54,6 +54,19 @@ def test_identity_separates_spaces(tmp_path):
     assert len(cache.info()) == 2
 
 
+def test_embedding_code_change_separates_spaces(tmp_path, monkeypatch):
+    """Vectors computed by an older encoder or chunker are not served to a newer one."""
+    cache = EmbeddingCache(tmp_path)
+    model = HashEmbedder()
+    cache.embed(model, ["x"])
+    cache.embed(model, ["x"])
+    assert len(model.calls) == 1
+    monkeypatch.setattr(cache_module, "source_digest", lambda *parts: "f" * 16)
+    cache.embed(model, ["x"])
+    assert len(model.calls) == 2 and len(cache.info()) == 2
+    assert "code=ffffffffffffffff" in (cache.space(model) / "identity.txt").read_text()
+
+
 def test_disabled_cache_never_touches_disk(tmp_path):
     model = HashEmbedder()
     EmbeddingCache(tmp_path / "c", enabled=False).embed(model, ["x"])

@@ -10,7 +10,6 @@ are percent-encoded, so ``baseline:char3gram`` or a local checkpoint path are sa
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import math
@@ -22,6 +21,7 @@ from urllib.parse import quote
 import numpy as np
 
 from stylebench_jax.fileio import write_text_atomic
+from stylebench_jax.sources import source_digest
 from stylebench_jax.tasks.base import Score
 
 STATUS_OK = "ok"
@@ -148,18 +148,12 @@ def _feed(digest, value: Any) -> None:
         digest.update(text.encode("utf-8", "surrogatepass"))
 
 
-@functools.lru_cache(maxsize=1)
 def code_digest() -> str:
-    """16 hex digits of SHA-256 over every ``.py`` file of the installed package (relative path and
-    bytes, sorted by path). A stored cell computed by other code (a fixed task, a new metric) is
-    recomputed rather than reused; a change that does not move any number costs a rerun of the
-    tasks only, since embeddings come from the embedding cache."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    """Digest of every ``.py`` file of the installed package (:func:`sources.source_digest`). A
+    stored cell computed by other code (a fixed task, a new metric) is recomputed rather than
+    reused; a change that does not move any number costs a rerun of the tasks only, since
+    embeddings come from the embedding cache."""
+    return source_digest()
 
 
 def cell_fingerprint(*, model_identity: str, data_digest: str, seed: int, n_boot: int,
