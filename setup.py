@@ -19,6 +19,7 @@ INSTALL_REQUIRES = [
     "safetensors==0.8.0",
     "tokenizers>=0.22,<0.24",  # transformers<5 (the torch extra) caps it at 0.23.0
     "PyYAML>=6.0",
+    "rapidfuzz>=3.0,<4",  # exact Levenshtein distance (integer results do not depend on the version)
     "tqdm>=4.66",
 ]
 

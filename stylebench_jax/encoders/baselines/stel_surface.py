@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from rapidfuzz.distance import Levenshtein
 
 PUNCTUATION_MARKS = ("'", ":", ",", "_", "!", "?", ";", ".", '"', "(", ")", "-")
 
@@ -69,38 +70,11 @@ def _counter_cosine(a: Counter, b: Counter) -> float:
 
 
 def levenshtein_distance(a: str, b: str) -> int:
-    """Character edit distance (unit-cost insertions, deletions, substitutions; no transpositions).
-
-    Bit-parallel dynamic programme (Myers 1999, in Hyyro's 2001 formulation for the global distance):
-    one column of the DP table is held as vertical +1/-1 delta bit masks in Python integers, one
-    bit per character of the shorter string, and each character of the longer string updates the
-    whole column with a dozen integer operations. O(len(a) * len(b) / word size) time.
-    """
-    if len(a) < len(b):
-        a, b = b, a
-    if not b:
-        return len(a)
-    match: dict[str, int] = {}
-    for position, char in enumerate(b):
-        match[char] = match.get(char, 0) | (1 << position)
-    mask = (1 << len(b)) - 1
-    last = 1 << (len(b) - 1)
-    plus, minus, distance = mask, 0, len(b)
-    for char in a:
-        eq = match.get(char, 0)
-        xv = eq | minus
-        xh = (((eq & plus) + plus) ^ plus) | eq
-        h_plus = minus | (~(xh | plus) & mask)
-        h_minus = plus & xh
-        if h_plus & last:
-            distance += 1
-        elif h_minus & last:
-            distance -= 1
-        h_plus = ((h_plus << 1) | 1) & mask  # row 0 of the table is 0, 1, 2, ...: a +1 shifts in
-        h_minus = (h_minus << 1) & mask
-        plus = h_minus | (~(xv | h_plus) & mask)
-        minus = h_plus & xv
-    return distance
+    """Character edit distance (unit-cost insertions, deletions, substitutions; no transpositions),
+    by RapidFuzz's bit-parallel C++ (Hyyro 2001): an exact integer, about 20x faster than the same
+    algorithm on Python integers (200 pairs of up to 3,000 characters: 0.39 s -> 0.02 s), which
+    took about a minute of the quick suite."""
+    return Levenshtein.distance(a, b)
 
 
 class _SurfaceSimilarity:
