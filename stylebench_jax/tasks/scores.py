@@ -228,7 +228,7 @@ class DefinitionalScore:
 
 
 def _definitional_cells(table, groups, metrics):
-    """``{(group, dataset key): {(unit, metric)}}`` and the unassigned unit names."""
+    """``{(group, dataset key): sorted [(unit, metric)]}`` and the unassigned unit names."""
     cells: dict[tuple[str, str], set[tuple[Unit, str]]] = defaultdict(set)
     unassigned: set[str] = set()
     for _, unit, metric in table:
@@ -245,7 +245,9 @@ def _definitional_cells(table, groups, metrics):
                 unassigned.add(_unit_name(unit))
             else:
                 cells[(group, key)].add((unit, metric))
-    return cells, sorted(unassigned)
+    # Sorted lists, not sets: a set's order follows PYTHONHASHSEED, and averaging in another
+    # order changes the last bits of a score between two runs of the same command.
+    return {key: sorted(members) for key, members in cells.items()}, sorted(unassigned)
 
 
 def definitional_score(rows: Iterable[Mapping], *, groups: Mapping[str, str] = DEFINITIONAL_GROUPS,

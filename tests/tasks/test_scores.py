@@ -1,5 +1,8 @@
 """STEB operational and definitional scores on hand-built result rows."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
@@ -120,3 +123,28 @@ def test_definitional_requires_every_cell_of_a_group():
     assert result.table["m1"]["time"] == pytest.approx(0.6)
     assert "time" not in result.table["m2"] and "overall" not in result.table["m2"]
     assert result.notes == ["m2: no time score (missing bible_8_versions/all/pair_all/auroc)"]
+
+
+HASH_SEED_SCRIPT = """
+import numpy as np
+from stylebench_jax.tasks.scores import definitional_score
+rng = np.random.default_rng(0)
+rows = []
+for subset in ("age", "education", "ethnic", "gender", "politics", "tod", "country"):
+    for task, metric in (("pair_all", "auroc"), ("clustering", "v_measure")):
+        for model in ("m1", "m2"):
+            value = float(rng.uniform(0, 1) * 10.0 ** rng.integers(-8, 3))
+            rows.append({"model": model, "dataset": "pastel", "subset": subset, "task": task,
+                         "metric": metric, "value": value})
+print(repr(definitional_score(rows).table))
+"""
+
+
+def test_definitional_score_does_not_depend_on_string_hashing():
+    """Cells of a group are averaged in sorted order: a set's order follows PYTHONHASHSEED, and float
+    sums in another order change the last bits of scores.json between two identical runs."""
+    outputs = {subprocess.run([sys.executable, "-c", HASH_SEED_SCRIPT], capture_output=True, text=True,
+                              check=True, env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin"},
+                              timeout=120).stdout
+               for seed in range(6)}
+    assert len(outputs) == 1, outputs
