@@ -56,20 +56,9 @@ class NpyRows:
         """Rows ``[start, stop)`` as a new C-contiguous float32 array ``[stop - start, D]``."""
         stop = min(stop, self.shape[0])
         out = aligned_empty((max(stop - start, 0), self.shape[1]), self.dtype)
-        view = memoryview(out).cast("B")
-        pos, done = self.offset + start * self.row_bytes, 0
         with open(self.path, "rb", buffering=0) as handle:
-            while done < len(view):
-                got = os.preadv(handle.fileno(), [view[done:]], pos + done)
-                if got == 0:
-                    raise located(self.path, f"file ends before row {stop} (truncated .npy?)")
-                done += got
-        if out.dtype != np.float32:
-            converted = aligned_empty(out.shape)
-            np.copyto(converted, out, casting="unsafe")
-            out = converted
-        return out
-
+            self._fill(handle, memoryview(out).cast("B"), start)
+        return _as_float32(out)
 
     def take(self, indices: np.ndarray) -> np.ndarray:
         """Rows at sorted unique ``indices`` as an aligned float32 array ``[len(indices), D]``;
@@ -84,19 +73,27 @@ class NpyRows:
                 first, count = int(indices[run[0]]), run.size
                 if first + count > self.shape[0] or first < 0:
                     raise IndexError(f"row {first + count - 1} outside [0, {self.shape[0]})")
-                lo, hi = run[0] * self.row_bytes, (run[0] + count) * self.row_bytes
-                done = 0
-                while done < hi - lo:
-                    got = os.preadv(handle.fileno(), [view[lo + done:hi]],
-                                    self.offset + first * self.row_bytes + done)
-                    if got == 0:
-                        raise located(self.path, f"file ends before row {first + count} (truncated .npy?)")
-                    done += got
-        if out.dtype != np.float32:
-            converted = aligned_empty(out.shape)
-            np.copyto(converted, out, casting="unsafe")
-            out = converted
-        return out
+                self._fill(handle, view[run[0] * self.row_bytes:(run[0] + count) * self.row_bytes], first)
+        return _as_float32(out)
+
+    def _fill(self, handle, view: memoryview, first_row: int) -> None:
+        """Fill ``view`` (whole rows) from the file, starting at row ``first_row``."""
+        pos, done = self.offset + first_row * self.row_bytes, 0
+        while done < len(view):
+            got = os.preadv(handle.fileno(), [view[done:]], pos + done)
+            if got == 0:
+                last = first_row + len(view) // self.row_bytes
+                raise located(self.path, f"file ends before row {last} (truncated .npy?)")
+            done += got
+
+
+def _as_float32(rows: np.ndarray) -> np.ndarray:
+    """``rows`` itself if float32, else an aligned float32 copy."""
+    if rows.dtype == np.float32:
+        return rows
+    converted = aligned_empty(rows.shape)
+    np.copyto(converted, rows, casting="unsafe")
+    return converted
 
 
 def read_npy_header(path: Path) -> tuple[int, tuple[int, int], np.dtype]:
