@@ -140,19 +140,19 @@ def run(args: argparse.Namespace) -> int:
             bar.total = bar.n + rows
         bar.update(rows)
 
+    finished = False
     try:
         result = topk_cosine(
             queries, pool, args.k, mesh=mesh, block_size=args.block_size or DEFAULT_BLOCK,
             exclude_self=args.exclude_self, query_groups=query_groups, candidate_groups=candidate_groups,
             precision="bfloat16" if args.bf16 else "float32", normalize=args.normalize,
             query_batch=args.query_batch, progress=advance)
-    except BaseException as error:
-        bar.leave = False  # the error line alone, not a half-full bar above it
+        finished = True
+    except NonFiniteRowError as error:
+        raise located(args.candidates, f"row {error.row}: NaN or infinity in the embedding") from None
+    finally:
+        bar.leave = finished  # on failure the error line alone, not a half-full bar above it
         bar.close()
-        if isinstance(error, NonFiniteRowError):
-            raise located(args.candidates, f"row {error.row}: NaN or infinity in the embedding") from None
-        raise
-    bar.close()
     low, high = result.norm_range
     if not args.normalize and not (abs(low - 1) <= NORM_TOLERANCE and abs(high - 1) <= NORM_TOLERANCE):
         raise located(args.candidates, f"row L2 norms range from {low:.4g} to {high:.4g}, expected 1 "
