@@ -10,10 +10,17 @@ hidden states ``[B, L, H]`` float32. Post-LayerNorm blocks as in BERT/RoBERTa.
 
 Training (``deterministic=False``, a ``dropout`` rng) applies hidden dropout where BERT does: after
 the embedding LayerNorm's input sum, after the attention output projection and after the MLP
-output. BERT's attention-probability dropout is left out: attention runs through XLA's fused
-``jax.nn.dot_product_attention``, which has none (a documented departure; the trainer's default
+output. BERT's attention-probability dropout is left out (a documented departure, kept from when
+attention ran through ``jax.nn.dot_product_attention``, which has none; the trainer's default
 rate 0.1 applies to the three hidden dropouts). ``remat=True`` rematerialises each layer in the
 backward pass (activation memory of one layer instead of all).
+
+Attention (``softmax_attention``) runs head-major (``[B, heads, L, head_dim]``, projected straight into
+that layout) so both products are plain batched matrix products. ``attention_groups`` (see
+``grouped_attention``): ``0`` computes the whole batch's scores ``[B, heads, L, L]`` at once
+(accelerators); ``g >= 1`` computes them for ``g`` sequences at a time in a ``lax.map`` over ``B / g``
+steps, which keeps the scores in the CPU's cache (64 x 12 x 256 x 256 float32 scores are 200 MB; one
+sequence's are 3 MB): what XLA:CPU runs fastest. Same arithmetic, same outputs.
 """
 
 from __future__ import annotations
@@ -75,35 +82,105 @@ class Embeddings(nn.Module):
         return nn.Dropout(self.dropout_rate)(hidden, deterministic=deterministic)
 
 
+def softmax_attention(query, key, value, bias):
+    """``softmax(q k^T / sqrt(d) + bias) v`` per head: ``[B, heads, L, d]`` -> ``[B, heads, L, d]``.
+
+    ``bias`` ``[B, 1, 1, L]`` additive (0 or -1e9). Scores and softmax in float32; the normalisation
+    is applied after the ``p v`` product (dividing ``[L, d]`` instead of ``[L, L]``), as fused kernels do.
+    The head-major layout lets both products run as batched matrix products without transposes.
+    """
+    scale = query.shape[-1] ** -0.5
+    scores = jnp.einsum("bnqd,bnkd->bnqk", query * jnp.asarray(scale, query.dtype), key,
+                        preferred_element_type=jnp.float32) + bias
+    weights = jnp.exp(scores - scores.max(axis=-1, keepdims=True))
+    context = jnp.einsum("bnqk,bnkd->bnqd", weights.astype(value.dtype), value,
+                         preferred_element_type=jnp.float32)
+    return (context / weights.sum(axis=-1, keepdims=True)).astype(value.dtype)
+
+
+def grouped_attention(query, key, value, bias, groups: int):
+    """``softmax_attention`` of ``[B, heads, L, d]`` inputs, ``groups`` sequences at a time.
+
+    ``groups == 0``: the whole batch at once. ``groups = g >= 1`` (``g`` must divide ``B``): the batch
+    is viewed as ``[g, B / g]`` (row ``b`` -> ``(b // (B / g), b % (B / g))``) and ``lax.map`` runs
+    ``B / g`` steps, each attending ``g`` sequences (one from each of ``g`` contiguous row blocks).
+    Sharding-safe when ``g`` is a multiple of the mesh's ``data`` size: a ``data``-sharded batch axis
+    holds contiguous row blocks, so the ``g`` axis carries the data sharding and the mapped axis is
+    local to every device (no gathering); heads keep their ``model`` sharding. Same arithmetic either way.
+    """
+    if groups == 0:
+        return softmax_attention(query, key, value, bias)
+    batch = query.shape[0]
+    if batch % groups:
+        raise ValueError(f"attention_groups={groups} must divide the batch of {batch} rows")
+    steps = batch // groups
+
+    def split(x):  # [B, ...] -> [B/g, g, ...]
+        return x.reshape(groups, steps, *x.shape[1:]).swapaxes(0, 1)
+
+    out = jax.lax.map(lambda args: softmax_attention(*args), (split(query), split(key), split(value),
+                                                              split(bias)))
+    return out.swapaxes(0, 1).reshape(query.shape)
+
+
+class HeadProjection(nn.Module):
+    """``[B, L, H]`` -> ``[B, heads, L, head_dim]``; parameters as ``nn.DenseGeneral``'s with
+    ``features=(heads, head_dim)`` (kernel ``[H, heads, head_dim]``, bias ``[heads, head_dim]``), so
+    checkpoints map the same, but the output is head-major for ``softmax_attention``."""
+
+    num_heads: int
+    head_dim: int
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, hidden):
+        kernel = self.param("kernel", _init(("embed", "heads", "kv")),
+                            (hidden.shape[-1], self.num_heads, self.head_dim))
+        bias = self.param("bias", _zeros(("heads", "kv")), (self.num_heads, self.head_dim))
+        hidden, kernel, bias = nn.dtypes.promote_dtype(hidden, kernel, bias, dtype=self.dtype)
+        return jnp.einsum("bld,dnh->bnlh", hidden, kernel) + bias[None, :, None, :]
+
+
+class HeadMerge(nn.Module):
+    """``[B, heads, L, head_dim]`` -> ``[B, L, H]``; parameters as ``nn.DenseGeneral``'s with
+    ``axis=(-2, -1)`` on ``[B, L, heads, head_dim]`` (kernel ``[heads, head_dim, H]``, bias ``[H]``)."""
+
+    features: int
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, context):
+        kernel = self.param("kernel", _init(("heads", "kv", "embed")),
+                            (context.shape[1], context.shape[3], self.features))
+        bias = self.param("bias", _zeros(("embed",)), (self.features,))
+        context, kernel, bias = nn.dtypes.promote_dtype(context, kernel, bias, dtype=self.dtype)
+        return jnp.einsum("bnlh,nhd->bld", context, kernel) + bias
+
+
 class SelfAttention(nn.Module):
     config: EncoderConfig
     dtype: jnp.dtype = jnp.float32
+    attention_groups: int = 0
 
     @nn.compact
     def __call__(self, hidden, mask_bias):
         cfg = self.config
-        project = functools.partial(
-            nn.DenseGeneral, features=(cfg.num_heads, cfg.head_dim), dtype=self.dtype,
-            kernel_init=_init(("embed", "heads", "kv")), bias_init=_zeros(("heads", "kv")))
-        query = project(name="query")(hidden)
-        key = project(name="key")(hidden)
-        value = project(name="value")(hidden)
-        context = jax.nn.dot_product_attention(query, key, value, bias=mask_bias.astype(self.dtype))
-        return nn.DenseGeneral(
-            features=cfg.hidden_size, axis=(-2, -1), dtype=self.dtype,
-            kernel_init=_init(("heads", "kv", "embed")), bias_init=_zeros(("embed",)),
-            name="output")(context)
+        query, key, value = (HeadProjection(cfg.num_heads, cfg.head_dim, self.dtype, name=name)(hidden)
+                             for name in ("query", "key", "value"))
+        context = grouped_attention(query, key, value, mask_bias, self.attention_groups)
+        return HeadMerge(cfg.hidden_size, self.dtype, name="output")(context)
 
 
 class Layer(nn.Module):
     config: EncoderConfig
     dtype: jnp.dtype = jnp.float32
     dropout_rate: float = 0.0
+    attention_groups: int = 0
 
     @nn.compact
     def __call__(self, hidden, mask_bias, deterministic: bool = True):
         cfg = self.config
-        attended = SelfAttention(cfg, self.dtype, name="attention")(hidden, mask_bias)
+        attended = SelfAttention(cfg, self.dtype, self.attention_groups, name="attention")(hidden, mask_bias)
         attended = nn.Dropout(self.dropout_rate)(attended, deterministic=deterministic)
         hidden = _layer_norm(cfg, "attention_norm")(hidden + attended).astype(self.dtype)
         inner = nn.Dense(cfg.intermediate_size, dtype=self.dtype, kernel_init=_init(("embed", "mlp")),
@@ -122,6 +199,7 @@ class BertEncoder(nn.Module):
     dtype: jnp.dtype = jnp.float32
     dropout_rate: float = 0.0
     remat: bool = False
+    attention_groups: int = 0  # see ``grouped_attention``; 0: whole batch at once
 
     @nn.compact
     def __call__(self, input_ids, attention_mask, token_type_ids=None, deterministic: bool = True):
@@ -134,6 +212,7 @@ class BertEncoder(nn.Module):
         mask_bias = jnp.where(attention_mask[:, None, None, :] > 0, 0.0, -1e9).astype(jnp.float32)
         layer = nn.remat(Layer, static_argnums=(3,)) if self.remat else Layer
         for index in range(self.config.num_layers):
-            hidden = layer(self.config, self.dtype, self.dropout_rate, name=f"layer_{index}")(
+            hidden = layer(self.config, self.dtype, self.dropout_rate, self.attention_groups,
+                           name=f"layer_{index}")(
                 hidden, mask_bias, deterministic)
         return hidden

@@ -85,11 +85,13 @@ class SentenceEncoder(nn.Module):
     projection_dim: int | None = None
     dropout_rate: float = 0.0
     remat: bool = False
+    attention_groups: int = 0  # ``bert.grouped_attention``: 0 whole batch, g: g sequences per step
 
     def setup(self):
         if self.pooling not in POOLING_MODES:
             raise ValueError(f"pooling {self.pooling!r} not in {POOLING_MODES}")
-        self.encoder = BertEncoder(self.config, self.dtype, self.dropout_rate, self.remat)
+        self.encoder = BertEncoder(self.config, self.dtype, self.dropout_rate, self.remat,
+                                   self.attention_groups)
         if self.pooling == "attention":
             self.attention_pool = AttentionPooling(self.config.hidden_size)
         if self.projection_dim:
