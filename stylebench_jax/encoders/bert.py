@@ -26,6 +26,7 @@ sequence's are 3 MB): what XLA:CPU runs fastest. Same arithmetic, same outputs.
 from __future__ import annotations
 
 import functools
+import math
 
 import flax.linen as nn
 import jax
@@ -101,7 +102,8 @@ def softmax_attention(query, key, value, bias):
 def grouped_attention(query, key, value, bias, groups: int):
     """``softmax_attention`` of ``[B, heads, L, d]`` inputs, ``groups`` sequences at a time.
 
-    ``groups == 0``: the whole batch at once. ``groups = g >= 1`` (``g`` must divide ``B``): the batch
+    ``groups == 0``: the whole batch at once. ``groups = g >= 1`` (``gcd(g, B)`` is used, so any batch
+    works; the embedders' batches are multiples of ``g``): the batch
     is viewed as ``[g, B / g]`` (row ``b`` -> ``(b // (B / g), b % (B / g))``) and ``lax.map`` runs
     ``B / g`` steps, each attending ``g`` sequences (one from each of ``g`` contiguous row blocks).
     Sharding-safe when ``g`` is a multiple of the mesh's ``data`` size: a ``data``-sharded batch axis
@@ -111,8 +113,7 @@ def grouped_attention(query, key, value, bias, groups: int):
     if groups == 0:
         return softmax_attention(query, key, value, bias)
     batch = query.shape[0]
-    if batch % groups:
-        raise ValueError(f"attention_groups={groups} must divide the batch of {batch} rows")
+    groups = math.gcd(batch, groups)
     steps = batch // groups
 
     def split(x):  # [B, ...] -> [B/g, g, ...]

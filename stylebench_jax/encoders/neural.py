@@ -75,6 +75,15 @@ class EncodeSettings:
     prompt: str = ""
 
 
+def attention_groups(mesh: Mesh) -> int:
+    """Sequences per attention step for ``mesh`` (``bert.grouped_attention``): on CPU meshes the
+    ``data`` size (one sequence per device per step: the scores stay in cache, measured fastest on
+    XLA:CPU, see benchmarks/bench_encoder.py); elsewhere 0 (the whole batch in one batched product)."""
+    if all(device.platform == "cpu" for device in mesh.devices.flat):
+        return int(mesh.shape["data"])
+    return 0
+
+
 class FlaxEncoderEmbedder:
     """A BERT-family encoder from a local directory, as an ``Embedder`` (see ``encoders.base``).
 
@@ -125,7 +134,8 @@ class FlaxEncoderEmbedder:
         self.mesh = resolve_mesh(mesh)
         self._check_mesh()
         self.projection_dim = defaults.get("projection_dim")  # ours (encoders.export): Writing7's head
-        self.module = self.build_module(self.config, self.settings, self.projection_dim)
+        self.module = self.build_module(self.config, self.settings, self.projection_dim,
+                                        attention_groups(self.mesh))
         self.params = load_params(files.tensors, self.module, self.mesh,
                                   self.default_rules if rules is None else rules)
         self.forward_batches = 0  # number of compiled-forward calls made (tests and profiling read it)
@@ -137,10 +147,12 @@ class FlaxEncoderEmbedder:
         return config.max_tokens
 
     @staticmethod
-    def build_module(config, settings: EncodeSettings, projection_dim: int | None = None):
-        """The Flax module computing ``[B, L]`` ids -> ``[B, D]`` float32 pooled vectors."""
+    def build_module(config, settings: EncodeSettings, projection_dim: int | None = None,
+                     groups: int = 0):
+        """The Flax module computing ``[B, L]`` ids -> ``[B, D]`` float32 pooled vectors; ``groups``:
+        sequences attended per step (``bert.grouped_attention``; 0: the whole batch at once)."""
         return SentenceEncoder(config, pooling=settings.pooling, normalize=settings.normalize,
-                               projection_dim=projection_dim)
+                               projection_dim=projection_dim, attention_groups=groups)
 
     def _check_mesh(self) -> None:
         model = int(self.mesh.shape["model"])
@@ -282,7 +294,10 @@ class FlaxDecoderEmbedder(FlaxEncoderEmbedder):
         return min(config.max_tokens, DEFAULT_DECODER_MAX_LENGTH)
 
     @staticmethod
-    def build_module(config, settings: EncodeSettings, projection_dim: int | None = None):
+    def build_module(config, settings: EncodeSettings, projection_dim: int | None = None,
+                     groups: int = 0):
+        # ``groups`` is the BERT family's attention layout; decoders have their own causal attention
+        # (``encoders.decoder``) and take no such option.
         if projection_dim is not None:  # read_decoder_dir refuses such directories
             raise ValueError("decoders have no projection head")
         dtype = DTYPES[settings.dtype]
