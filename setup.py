@@ -36,7 +36,7 @@ EXTRAS = {
     # PyTorch reference for benchmarks/bench_encoder.py and scripts/make_torch_fixtures.py (the tests read
     # the fixtures and need no torch; scripts/setup_env.sh leaves it out). PyPI's Linux x86_64 wheel of
     # torch is the CUDA build (several GB): install the CPU build of 2.13.0 first (README).
-    "torch": ["torch==2.13.0", "transformers>=4.45,<5"],
+    "torch": ["torch==2.13.0", "transformers>=4.45,<5", "sentence-transformers>=5,<6"],
     # `stylebench raven`: PAN metrics, PPM and the AV baselines use only NumPy/SciPy/scikit-learn (core);
     # the report's figures need matplotlib.
     "raven": ["matplotlib==3.11.2"],

@@ -7,7 +7,8 @@ Regimes (sentences/second, higher is better):
   (b) 2,000 real texts from ../shared/data at their natural lengths (1,000 CDS sentences, 500 PASTEL
       sentences, 500 Reuters C50 articles), truncated at 256 tokens as the model card says. Ours:
       `FlaxEncoderEmbedder.embed` (tokenise, length buckets, jitted forward). PyTorch: the
-      sentence-transformers recipe (sort by length, batches of 32 padded to the longest member,
+      sentence-transformers recipe (sort by length, batches of `--batch-size` rows (64, ours too)
+      padded to the longest member,
       mean pooling, L2 normalisation) under `torch.inference_mode()`.
   (c) decoder row: a Qwen2-shaped decoder of ~100M parameters (hidden 512, 8 layers, 8 heads / 2 KV
       heads, MLP 1408, vocabulary 151,936, QKV bias) with transformers' random initialisation, saved once
@@ -15,9 +16,17 @@ Regimes (sentences/second, higher is better):
       last-token pooling. Ours: `FlaxDecoderEmbedder.embed`; PyTorch: `Qwen2Model` with the same recipe as
       (b). The tokenizer is the tiny byte-level BPE of tests/fixtures/qwen2 (Qwen's own vocabulary
       cannot be downloaded here), so texts are ~2-3x more tokens than with Qwen's tokenizer.
+  (d) whole process (`--rows process`): `stylebench embed --long-text truncate` (cold: fresh cache
+      directory; warm: XLA's compiled programs kept, no embedding cache) vs a Python process running
+      sentence-transformers' `encode` with its defaults, on the first 100 and 2,000 of the texts of
+      (b); wall time and peak resident memory of each process.
 Compile time of our jitted programs is reported separately (first call) and excluded from the
-steady-state numbers, as is PyTorch's first-call warm-up. Needs `pip install torch==2.13.0
-"transformers<5"` (the `torch` extra of setup.py). `--rows decoder` runs only (c).
+steady-state numbers, as is PyTorch's first-call warm-up. Both sides are warmed, then timed in
+interleaved rounds (ours, PyTorch, ours, ...; `--repeats`), so load changes on a shared machine hit
+both alike; best and ratio of medians are printed, every time is in the JSON with the load average.
+Needs `pip install torch==2.13.0 "transformers<5"` (the `torch` extra of setup.py; (d) also
+sentence-transformers). `--rows` picks minilm ((a) and (b), the default), process (d), all ((a), (b),
+(d)) or decoder (c).
 """
 
 from __future__ import annotations
@@ -65,7 +74,20 @@ def best_of(fn, repeats: int) -> float:
     return min(times)
 
 
-def bench_ours(texts, fixed_ids, repeats, batch_size):
+def interleaved(runs: dict, repeats: int) -> dict[str, list[float]]:
+    """Wall seconds of each of ``runs`` (name -> callable), ``repeats`` rounds, one call of each per
+    round: a load change on a shared machine then hits every contender alike."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def setup_ours(texts, fixed_ids, batch_size):
+    """Our embedder, warmed (compiles timed): ``(runs, info, vectors, fixed_out)``."""
     import jax
 
     from stylebench_jax.encoders.registry import resolve_embedder
@@ -76,19 +98,20 @@ def bench_ours(texts, fixed_ids, repeats, batch_size):
                              batch_size=batch_size)
     mask = np.ones_like(fixed_ids)
     start = time.perf_counter()
-    model._forward(model.params, fixed_ids, mask).block_until_ready()
-    compile_fixed = time.perf_counter() - start
-    fixed = best_of(lambda: model._forward(model.params, fixed_ids, mask).block_until_ready(), repeats)
     fixed_out = np.asarray(model._forward(model.params, fixed_ids, mask))
+    compile_fixed = time.perf_counter() - start
     start = time.perf_counter()
     vectors = model.embed(texts)
     first_call = time.perf_counter() - start
-    natural = best_of(lambda: model.embed(texts), repeats)
-    return {"fixed_s": fixed, "natural_s": natural, "natural_first_call_s": first_call,
-            "compile_fixed_s": compile_fixed, "programs": model._forward._cache_size()}, vectors, fixed_out
+    runs = {"fixed": lambda: model._forward(model.params, fixed_ids, mask).block_until_ready(),
+            "natural": lambda: model.embed(texts)}
+    info = {"natural_first_call_s": first_call, "compile_fixed_s": compile_fixed,
+            "attention_groups": model.module.attention_groups}
+    return runs, info, vectors, fixed_out, model
 
 
-def bench_torch(texts, fixed_ids, repeats, batch_size, threads):
+def setup_torch(texts, fixed_ids, batch_size, threads):
+    """The PyTorch reference (transformers ``BertModel``, sentence-transformers' recipe), warmed."""
     import torch
     from transformers import AutoTokenizer, BertModel
 
@@ -110,8 +133,6 @@ def bench_torch(texts, fixed_ids, repeats, batch_size, threads):
         with torch.inference_mode():
             return pool(model(input_ids=ids, attention_mask=mask).last_hidden_state, mask)
 
-    fixed_run()
-    fixed = best_of(fixed_run, repeats)
     fixed_out = fixed_run().numpy()
 
     def natural_run():
@@ -129,9 +150,85 @@ def bench_torch(texts, fixed_ids, repeats, batch_size, threads):
     start = time.perf_counter()
     vectors = natural_run()
     first_call = time.perf_counter() - start
-    natural = best_of(natural_run, repeats)
-    return {"fixed_s": fixed, "natural_s": natural, "natural_first_call_s": first_call,
-            "torch": torch.__version__, "threads": threads}, vectors, fixed_out
+    info = {"natural_first_call_s": first_call, "torch": torch.__version__, "threads": threads,
+            "attention": "torch.nn.functional.scaled_dot_product_attention (transformers' default sdpa)"
+            if model.config._attn_implementation == "sdpa" else model.config._attn_implementation}
+    return {"fixed": fixed_run, "natural": natural_run}, info, vectors, fixed_out
+
+
+SENTENCE_TRANSFORMERS_SCRIPT = """
+import json, sys
+import numpy as np
+from sentence_transformers import SentenceTransformer
+from stylebench_jax.encoders.registry import minilm_dir
+texts = [json.loads(line)["text"] for line in open(sys.argv[1], encoding="utf-8")]
+model = SentenceTransformer(str(minilm_dir()), device="cpu", local_files_only=True)
+np.save(sys.argv[2], model.encode(texts, normalize_embeddings=True, convert_to_numpy=True))
+"""
+
+
+def run_process(command: list[str]) -> tuple[float, float]:
+    """``(wall seconds, peak resident MiB)`` of ``command`` run to completion (its own rusage)."""
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    start = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode:
+        raise RuntimeError(f"{command[:4]} failed ({process.returncode}): {process.stderr.read().decode()}")
+    return wall, usage.ru_maxrss / 1024  # Linux: KiB
+
+
+def bench_process(texts: list[str], counts: list[int], repeats: int) -> list[dict]:
+    """Regime (d): whole processes on the first ``n`` texts, as a user runs them. Ours: ``stylebench
+    embed --long-text truncate`` with a fresh cache directory (cold: every program compiled) and again
+    with only the compiled programs kept (warm: XLA's persistent compilation cache, no embedding
+    cache). Peer: a Python process running sentence-transformers' ``SentenceTransformer(...).encode``
+    with its defaults (batch 32, truncation at the model's 256 tokens). Interleaved repeats."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return [_process_row(Path(tmp), texts[:n], repeats) for n in counts]
+
+
+def _process_row(tmp: Path, texts: list[str], repeats: int) -> dict:
+    import shutil
+
+    n = len(texts)
+    source = tmp / f"texts_{n}.jsonl"
+    source.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    cache = tmp / f"cache_{n}"
+    ours_out, peer_out = tmp / f"ours_{n}.npy", tmp / f"peer_{n}.npy"
+    ours_cmd = [sys.executable, "-m", "stylebench_jax.cli", "embed", "--model", "minilm",
+                "--input", str(source), "--output", str(ours_out), "--long-text", "truncate",
+                "--cache-dir", str(cache), "--quiet"]
+    peer_cmd = [sys.executable, "-c", SENTENCE_TRANSFORMERS_SCRIPT, str(source), str(peer_out)]
+
+    def cold():
+        shutil.rmtree(cache, ignore_errors=True)
+        ours_out.unlink(missing_ok=True)
+        return run_process(ours_cmd)
+
+    def warm():
+        for entry in cache.iterdir():  # keep the compiled programs, drop the embeddings
+            if entry.name != "xla":
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        ours_out.unlink(missing_ok=True)
+        return run_process(ours_cmd)
+
+    results: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": [], "peer": []}
+    for _ in range(repeats):
+        for name, fn in (("cold", cold), ("warm", warm), ("peer", lambda: run_process(peer_cmd))):
+            results[name].append(fn())
+    row = {"n": n, "min_cosine": float(np.min((np.load(ours_out) * np.load(peer_out)).sum(1))),
+           "loadavg_after": os.getloadavg()}
+    for name, values in results.items():
+        row[f"{name}_s"] = [v[0] for v in values]
+        row[f"{name}_peak_mib"] = max(v[1] for v in values)
+    return row
 
 
 QWEN2_100M = dict(hidden_size=512, intermediate_size=1408, num_hidden_layers=8, num_attention_heads=8,
@@ -216,7 +313,10 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "encoder.json")
-    parser.add_argument("--rows", choices=("all", "minilm", "decoder"), default="all")
+    parser.add_argument("--rows", choices=("all", "minilm", "process", "decoder"), default="minilm",
+                        help="all: minilm and process")
+    parser.add_argument("--process-n", default="100,2000", help="text counts of regime (d)")
+    parser.add_argument("--process-repeats", type=int, default=2)
     parser.add_argument("--decoder-texts", type=int, default=256)
     parser.add_argument("--decoder-max-length", type=int, default=128)
     args = parser.parse_args(argv)
@@ -239,39 +339,66 @@ def main(argv=None) -> int:
         print(f"wrote {args.json}")
         return 0
 
+    machine = {"cpu_count": os.cpu_count(), "platform": platform.platform(),
+               "python": platform.python_version(), "loadavg_before": os.getloadavg()}
+    result = {"machine": machine,
+              "settings": vars(args) | {"data_root": str(args.data_root), "json": str(args.json)}}
     texts = real_texts(args.data_root, args.n_texts, args.seed)
-    fixed_ids = np.random.default_rng(args.seed).integers(1000, 30000, size=(64, 128)).astype(np.int32)
-    fixed_ids[:, 0], fixed_ids[:, -1] = 101, 102
-    ours, ours_vectors, ours_fixed = bench_ours(texts, fixed_ids, args.repeats, args.batch_size)
-    peer, torch_vectors, torch_fixed = bench_torch(texts, fixed_ids, args.repeats, args.batch_size,
-                                                   args.threads)
-    cos_natural = float(np.min((ours_vectors * torch_vectors).sum(1)))
-    cos_fixed = float(np.min((ours_fixed * torch_fixed).sum(1)))
-
-    rows = [
-        ("(a) 64 x 128 tokens", 64 / ours["fixed_s"], 64 / peer["fixed_s"], cos_fixed),
-        (f"(b) {len(texts)} real texts", len(texts) / ours["natural_s"], len(texts) / peer["natural_s"],
-         cos_natural),
-    ]
-    print(f"{'regime':<24} {'ours sent/s':>12} {'torch sent/s':>13} {'ratio':>7} {'min cos':>9}")
-    for name, a, b, cos in rows:
-        print(f"{name:<24} {a:>12.1f} {b:>13.1f} {a / b:>6.2f}x {cos:>9.6f}")
-    print(f"ours: compile (a) {ours['compile_fixed_s']:.2f}s; first call (b) incl. compiles "
-          f"{ours['natural_first_call_s']:.2f}s over {ours['programs']} programs")
-    result = {
-        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version()},
-        "settings": vars(args) | {"data_root": str(args.data_root), "json": str(args.json)},
-        "ours": ours, "torch": peer,
-        "fixed_batch": {"ours_sent_per_s": rows[0][1], "torch_sent_per_s": rows[0][2],
-                        "ratio": rows[0][1] / rows[0][2], "min_cosine": cos_fixed},
-        "real_texts": {"n": len(texts), "ours_sent_per_s": rows[1][1], "torch_sent_per_s": rows[1][2],
-                       "ratio": rows[1][1] / rows[1][2], "min_cosine": cos_natural},
-    }
+    if args.rows in ("all", "minilm"):
+        result.update(bench_minilm(texts, args))
+    if args.rows in ("all", "process"):
+        counts = [int(n) for n in args.process_n.split(",")]
+        if max(counts) > len(texts):
+            parser.error(f"--process-n {max(counts)} exceeds --n-texts {len(texts)}")
+        rows = bench_process(texts, counts, args.process_repeats)
+        print(f"{'(d) whole process':<24} {'ours cold s':>12} {'ours warm s':>12} {'s-t s':>8} "
+              f"{'warm/s-t':>9} {'peak MiB ours/s-t':>18} {'min cos':>9}")
+        for row in rows:
+            print(f"{str(row['n']) + ' texts':<24} {min(row['cold_s']):>12.2f} {min(row['warm_s']):>12.2f} "
+                  f"{min(row['peer_s']):>8.2f} {min(row['warm_s']) / min(row['peer_s']):>8.2f}x "
+                  f"{max(row['cold_peak_mib'], row['warm_peak_mib']):>9.0f}/{row['peer_peak_mib']:<8.0f} "
+                  f"{row['min_cosine']:>9.6f}")
+        result["process"] = rows
+    machine["loadavg_after"] = os.getloadavg()
+    print(f"load average (1, 5, 15 min) before {machine['loadavg_before']}, after {machine['loadavg_after']}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.json}")
     return 0
+
+
+def bench_minilm(texts, args) -> dict:
+    """Regimes (a) and (b): both sides warmed, then interleaved repeats; best and median reported."""
+    fixed_ids = np.random.default_rng(args.seed).integers(1000, 30000, size=(64, 128)).astype(np.int32)
+    fixed_ids[:, 0], fixed_ids[:, -1] = 101, 102
+    ours_runs, ours, ours_vectors, ours_fixed, model = setup_ours(texts, fixed_ids, args.batch_size)
+    torch_runs, peer, torch_vectors, torch_fixed = setup_torch(texts, fixed_ids, args.batch_size,
+                                                               args.threads)
+    times = interleaved({"ours_fixed": ours_runs["fixed"], "torch_fixed": torch_runs["fixed"],
+                         "ours_natural": ours_runs["natural"], "torch_natural": torch_runs["natural"]},
+                        args.repeats)
+    ours["programs"] = model._forward._cache_size()
+    for side, info in (("ours", ours), ("torch", peer)):
+        for regime in ("fixed", "natural"):
+            info[f"{regime}_s"] = min(times[f"{side}_{regime}"])
+            info[f"{regime}_all_s"] = times[f"{side}_{regime}"]
+    cos_natural = float(np.min((ours_vectors * torch_vectors).sum(1)))
+    cos_fixed = float(np.min((ours_fixed * torch_fixed).sum(1)))
+    rows = [("(a) 64 x 128 tokens", 64, "fixed", cos_fixed),
+            (f"(b) {len(texts)} real texts", len(texts), "natural", cos_natural)]
+    print(f"{'regime':<24} {'ours sent/s':>12} {'torch sent/s':>13} {'ratio':>7} {'ratio med':>10} "
+          f"{'min cos':>9}")
+    out = {"ours": ours, "torch": peer}
+    for (name, n, regime, cos), key in zip(rows, ("fixed_batch", "real_texts")):
+        a, b = n / ours[f"{regime}_s"], n / peer[f"{regime}_s"]
+        median = float(np.median(times[f"torch_{regime}"]) / np.median(times[f"ours_{regime}"]))
+        print(f"{name:<24} {a:>12.1f} {b:>13.1f} {a / b:>6.2f}x {median:>9.2f}x {cos:>9.6f}")
+        out[key] = {"n": n, "ours_sent_per_s": a, "torch_sent_per_s": b, "ratio": a / b,
+                    "ratio_of_medians": median, "min_cosine": cos}
+    print(f"ours: compile (a) {ours['compile_fixed_s']:.2f}s; first call (b) incl. compiles "
+          f"{ours['natural_first_call_s']:.2f}s over {ours['programs']} programs; attention groups "
+          f"{ours['attention_groups']}")
+    return out
 
 
 if __name__ == "__main__":

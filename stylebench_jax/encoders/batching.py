@@ -79,10 +79,15 @@ def batch_rows(n: int, batch_size: int, multiple: int) -> int:
 
 
 def length_batches(lengths: np.ndarray, batch_size: int) -> Iterator[np.ndarray]:
-    """Indices ``[<= batch_size]`` of each batch, sequences sorted by length (stable)."""
+    """Indices ``[<= batch_size]`` of each batch, sequences sorted by length (stable), shortest first.
+
+    The one partial batch (``len % batch_size`` sequences) holds the *shortest* sequences: it is padded
+    up to ``batch_rows`` rows, and padding rows cost least at the shortest bucket (with the partial
+    batch last, 36 Reuters articles would run as 64 x 256 tokens)."""
     order = np.argsort(np.asarray(lengths), kind="stable")
+    first = len(order) % batch_size or batch_size
     for start in range(0, len(order), batch_size):
-        yield order[start:start + batch_size]
+        yield order[max(0, start - (batch_size - first)):start + first]
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], rows: int, length: int,

@@ -1,0 +1,25 @@
+"""Length batches: every sequence once, sorted by length, full batches except the shortest one."""
+
+import numpy as np
+import pytest
+
+from stylebench_jax.encoders.batching import batch_rows, length_batches
+
+
+@pytest.mark.parametrize(("n", "batch_size"), [(100, 64), (128, 64), (5, 64), (130, 64), (7, 3), (1, 1)])
+def test_length_batches_put_the_partial_batch_first(n, batch_size):
+    lengths = np.random.default_rng(n).integers(1, 300, size=n)
+    batches = list(length_batches(lengths, batch_size))
+    joined = np.concatenate(batches)
+    assert sorted(joined.tolist()) == list(range(n))
+    assert (np.diff(lengths[joined]) >= 0).all()
+    assert [len(b) for b in batches[1:]] == [batch_size] * (len(batches) - 1)
+    assert len(batches[0]) == (n % batch_size or batch_size)
+
+
+def test_partial_batch_pads_the_shortest_sequences():
+    """100 sequences, batches of 64: the 36 shortest are padded to 64 rows, the 64 longest are not."""
+    lengths = np.r_[np.full(36, 10), np.full(64, 256)][np.random.default_rng(0).permutation(100)]
+    first, second = length_batches(lengths, 64)
+    assert (lengths[first] == 10).all() and batch_rows(len(first), 64, 1) == 64
+    assert (lengths[second] == 256).all() and batch_rows(len(second), 64, 1) == 64
