@@ -8,7 +8,8 @@
 #   CMD ARG... the command every process runs; a leading `stylebench` becomes `$PYTHON -m stylebench_jax.cli`
 #   --devices  fake CPU devices per process (default: $FAKE_DEVICES or 2)
 #   --port     coordinator port on 127.0.0.1 (default: a free port)
-#   --log-dir  where each process's runtime log goes (STYLEBENCH_LOG_DIR; default $TMPDIR or /tmp)
+#   --log-dir  where each process's runtime log and pid go (STYLEBENCH_LOG_DIR; default $TMPDIR or /tmp):
+#              stylebench-process-I.log, process-I.pid
 #   --dry-run  print the N command lines (environment included) and exit
 # Example: launch/multiprocess_cpu.sh 2 stylebench embed --model minilm --input t.txt --output e.npy
 # Exit status: 0 when every process succeeded, else the status of the first process that failed.
@@ -20,7 +21,7 @@ port=""
 log_dir=${STYLEBENCH_LOG_DIR:-${TMPDIR:-/tmp}}
 python=${PYTHON:-python3}
 
-usage() { sed -n '5,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -77,8 +78,11 @@ stop() { for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 trap stop INT TERM
 for ((i = 0; i < n; i++)); do
   mapfile -t assignments < <(environment "$i")
-  env "${assignments[@]}" "$@" &
+  # The subshell keeps bash's "Aborted"/"Killed" job notices off the terminal (the process's own
+  # output goes to fd 3, the terminal): a dying process reports itself in one line (parallel/guard.py).
+  ( env "${assignments[@]}" "$@" 2>&3 3>&-; status=$?; exit "$status" ) 3>&2 2>/dev/null &
   pids+=($!)
+  echo "$!" > "$log_dir/process-$i.pid"
 done
 status=0
 for i in "${!pids[@]}"; do

@@ -100,7 +100,32 @@ def maybe_initialize() -> bool:
                       num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
                       process_id=int(os.environ["JAX_PROCESS_ID"]))
     jax.distributed.initialize(**kwargs)
+    barrier("stylebench-start")  # creates the host-exchange communicator while all processes are here
     return True
+
+
+def warm_up(mesh) -> None:
+    """Run one tiny collective over each group of devices that the run's programs talk over (the
+    ``data`` axis, the ``model`` axis, both), right after a barrier, so every communicator is
+    created while the processes are in step. Why: the CPU (gloo) runtime gives the processes 30 s
+    (fixed) to meet when it creates a communicator, at a program's first collective over a device
+    group; processes that compile a big program at different speeds can miss that. Once created, a
+    communicator waits up to the collective timeout instead. No-op with one process."""
+    if process_count() == 1:
+        return
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    barrier("stylebench-warm-up")
+    spec = PartitionSpec(*mesh.axis_names)
+    ones = jax.make_array_from_callback(tuple(mesh.shape.values()), NamedSharding(mesh, spec),
+                                        lambda index: np.ones((1,) * len(mesh.axis_names), np.float32))
+    axes = tuple(name for name in mesh.axis_names if mesh.shape[name] > 1)
+    groups = {(name,) for name in axes} | ({axes} if axes else set())
+    for group in sorted(groups):  # the same order on every process
+        psum = jax.shard_map(lambda x, group=group: jax.lax.psum(x, group), mesh=mesh, in_specs=spec,
+                             out_specs=spec)
+        jax.block_until_ready(jax.jit(psum)(ones))
 
 
 def is_distributed() -> bool:
@@ -290,6 +315,28 @@ def put_batch(local: np.ndarray, mesh, slot: DataSlot | None = None):
     slot = slot or data_slot(mesh)
     return jax.make_array_from_process_local_data(sharding, local,
                                                   (local.shape[0] * slot.count, *local.shape[1:]))
+
+
+def put_global_batch(tree: Any, mesh) -> Any:
+    """A tree of host arrays holding the whole global batch (the same on every process) as global
+    ``jax.Array``s sharded over ``data``; each process transfers only its slot's rows."""
+    import jax
+
+    if process_count() == 1:
+        from stylebench_jax.parallel.mesh import batch_sharding
+
+        return jax.tree.map(lambda v: jax.device_put(v, batch_sharding(mesh, np.ndim(v))), tree)
+    slot = data_slot(mesh)
+
+    def one(value):
+        value = np.asarray(value)
+        share, extra = divmod(value.shape[0], slot.count)
+        if extra:
+            raise ValueError(f"put_global_batch: {value.shape[0]} rows do not divide over {slot.count} "
+                             "process slots")
+        return put_batch(value[slot.index * share:(slot.index + 1) * share], mesh, slot)
+
+    return jax.tree.map(one, tree)
 
 
 def local_rows(array) -> np.ndarray:

@@ -24,6 +24,8 @@ import sys
 
 GLOG = re.compile(rb"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [^ \]]+:\d+\] ")
 STACK = re.compile(rb"^(\*\*\* Check failure stack trace|\s+@\s+0x)")
+# gloo's banner, also when two threads' banners interleave on one line
+GLOO = re.compile(rb"\[Gloo\]|is connected to \d+ peer ranks")
 
 
 def summarize(fatal: bytes) -> str:
@@ -68,7 +70,7 @@ def main(out_fd: int, err_fd: int, log_path: str, process: str) -> int:
                             continue
                     elif runtime_block and fatal and len(fatal) < 4096:
                         fatal += line
-                    if runtime_block or line.startswith(b"[Gloo]") or STACK.match(line):
+                    if runtime_block or GLOO.search(line) or STACK.match(line):
                         continue
                     targets[fd].write(line)
                     targets[fd].flush()
