@@ -54,7 +54,7 @@ def embed_across_processes(embedder, texts: list[str]) -> np.ndarray:
     mesh = embedder.mesh
     slot = data_slot(mesh)
     mine = share_of_texts(np.fromiter((len(t) for t in texts), np.int64, len(texts)), slot.index, slot.count)
-    sequences, owners = embedder._sequences([texts[i] for i in mine])
+    sequences, owners = embedder.text_sequences([texts[i] for i in mine])
     lengths = np.fromiter((len(s) for s in sequences), np.int64, len(sequences))
     local_batch = max(1, -(-embedder.batch_size // slot.count))
     batches = list(length_batches(lengths, local_batch))
