@@ -4,8 +4,9 @@ On a TPU pod slice, a multi-node GPU job or ``launch/multiprocess_cpu.sh`` every
 ``python -m stylebench_jax.cli ...`` command (SPMD). With ``STYLEBENCH_DISTRIBUTED=1`` the CLI calls
 :func:`maybe_initialize` before any device is touched; the coordinator, process count and id come from
 the TPU metadata, SLURM, or ``JAX_COORDINATOR_ADDRESS`` / ``JAX_NUM_PROCESSES`` / ``JAX_PROCESS_ID``.
-Single-process runs leave the variable unset and every helper here degrades to the one-process answer
-(no JAX backend is started just to ask).
+``STYLEBENCH_LOCAL_DEVICE_IDS`` names the local GPUs of a process that drives several (SLURM, one
+process per node). Single-process runs leave the variable unset and every helper here degrades to the
+one-process answer (no JAX backend is started just to ask).
 
 The rules every command follows:
 
@@ -42,6 +43,7 @@ import numpy as np
 
 T = TypeVar("T")
 ENV_FLAG = "STYLEBENCH_DISTRIBUTED"
+_GUARD_LOG: Path | None = None  # set by guard_output
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,9 +101,25 @@ def maybe_initialize() -> bool:
         kwargs.update(coordinator_address=os.environ["JAX_COORDINATOR_ADDRESS"],
                       num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
                       process_id=int(os.environ["JAX_PROCESS_ID"]))
+    if os.environ.get("STYLEBENCH_LOCAL_DEVICE_IDS"):  # e.g. one process driving every GPU of a SLURM node
+        kwargs["local_device_ids"] = parse_device_ids(os.environ["STYLEBENCH_LOCAL_DEVICE_IDS"])
     jax.distributed.initialize(**kwargs)
     barrier("stylebench-start")  # creates the host-exchange communicator while all processes are here
     return True
+
+
+def parse_device_ids(text: str) -> list[int]:
+    """``STYLEBENCH_LOCAL_DEVICE_IDS`` (``"0,1,2,3"``): the local accelerators this process drives.
+    Why: under SLURM, JAX gives each task only the device numbered ``SLURM_LOCALID`` (one process
+    per GPU); one process per node must name all of its node's GPUs (``launch/slurm.sbatch``)."""
+    try:
+        ids = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ValueError(f"$STYLEBENCH_LOCAL_DEVICE_IDS: expected comma-separated device numbers such as "
+                         f"0,1,2,3, found {text!r}") from None
+    if any(i < 0 for i in ids) or len(set(ids)) != len(ids):
+        raise ValueError(f"$STYLEBENCH_LOCAL_DEVICE_IDS: expected distinct numbers >= 0, found {text!r}")
+    return ids
 
 
 def warm_up(mesh) -> None:
@@ -362,9 +380,13 @@ def guard_output(log_dir: str | os.PathLike | None = None) -> Path | None:
     """Route this process's stdout and stderr through ``parallel/guard.py``: ordinary output passes
     through, the C++ runtime's log lines (JAX/XLA/gloo) go to ``<log_dir>/process-<id>.log``, and a
     fatal abort of the runtime (a peer killed or hung) becomes one line on stderr. Call before JAX
-    starts; returns the log path (None when not distributed)."""
+    starts; returns the log path (None when not distributed). Once per process: later calls (a
+    script calling ``cli.main`` several times) return the first call's path."""
+    global _GUARD_LOG
     if not requested():
         return None
+    if _GUARD_LOG is not None:
+        return _GUARD_LOG
     index = os.environ.get("JAX_PROCESS_ID") or os.environ.get("SLURM_PROCID") or str(os.getpid())
     directory = Path(log_dir or os.environ.get("STYLEBENCH_LOG_DIR") or os.environ.get("TMPDIR", "/tmp"))
     directory.mkdir(parents=True, exist_ok=True)
@@ -383,6 +405,7 @@ def guard_output(log_dir: str | os.PathLike | None = None) -> Path | None:
     os.dup2(err_write, 2)
     os.close(out_write)
     os.close(err_write)
+    _GUARD_LOG = log_path
     return log_path
 
 
