@@ -1,8 +1,8 @@
 """Commands on 2 local processes of one ``jax.distributed`` job (``launch/multiprocess_cpu.sh``, 2 fake
 CPU devices each: a 4-device global mesh on 127.0.0.1) give the single-process answer: embed (1e-5),
-search (the same top-k), eval --suite stel (byte-identical results.jsonl), train (the same losses on the
-same global batch); a process killed with SIGKILL makes the other exit non-zero with one clear line,
-and the run resumes.
+search (the same top-k), eval --suite stel (byte-identical results.jsonl), train (the same losses on
+the same global batch), prepare-pairs (the same pairs and chunks); a process killed with SIGKILL
+makes the other exit non-zero with one clear line, and the run resumes.
 
 The single-process references run in this pytest process on 4 of its 8 fake devices (the same global
 mesh shape as the two processes together)."""
@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from stylebench_jax.cli import main
+from tests.data.pairs.pairs_corpus import write_corpus
 from tests.helpers.tiny_models import WORDS, write_tiny_model
 from tests.training.test_trainer import deterministic_lines, write_pairs
 
@@ -81,6 +82,21 @@ def material(tmp_path_factory):
     np.save(root / "query_groups.npy", groups[:17])
     pairs = write_pairs(root / "pairs")
     (root / "train.yaml").write_text(config_text(model, pairs, 4), encoding="utf-8")
+    write_corpus(root / "corpus.jsonl")
+    (root / "prepare.yaml").write_text(f"""\
+seed: 0
+sources:
+  - jsonl: {root / "corpus.jsonl"}
+mining:
+  model: baseline:function_words
+  neighbour_books: 3
+pairs:
+  positives_per_book: 5
+  negatives_per_book: 10
+output:
+  dir: unset
+  format: jsonl
+""", encoding="utf-8")
     return root, model
 
 
@@ -95,6 +111,7 @@ def commands(root: Path, model: Path, out: Path, data_root: Path, mesh: list[str
         ["eval", "--models", f"{model},baseline:punctuation", "--suite", "stel", "--output", out / "stel",
          "--data-root", data_root, "--n-boot", "50", "--quiet", *mesh],
         ["train", root / "train.yaml", "--output", out / "run", "--quiet", *mesh],
+        ["prepare-pairs", root / "prepare.yaml", f"output.dir={out / 'pairs'}", "--quiet", *mesh],
     )]
 
 
@@ -126,6 +143,8 @@ def test_two_processes_give_the_single_process_answers(material, tmp_path, data_
                 assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-6), (b["step"], key)
         if "eval" in b:
             assert a["eval"] == pytest.approx(b["eval"], abs=1e-6)
+    for name in ("pairs.jsonl", "chunks.jsonl", "stats.json"):  # sentences split across processes
+        assert (two / "pairs" / name).read_bytes() == (one / "pairs" / name).read_bytes(), name
     # one process speaks: each summary line once
     assert out.count("stylebench train: 4 steps (finished)") == 1
     assert out.count("computed") == 1
