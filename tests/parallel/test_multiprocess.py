@@ -32,8 +32,9 @@ LOSSES = ("loss", "ce", "contrastive", "adversary", "grad_norm", "temperature", 
 
 def environment(tmp_path: Path, cache: str) -> dict:
     env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-               STYLEBENCH_CACHE=str(tmp_path / cache), STYLEBENCH_HEARTBEAT_TIMEOUT="10",
-               STYLEBENCH_COLLECTIVE_TIMEOUT="60")
+               STYLEBENCH_CACHE=str(tmp_path / cache), STYLEBENCH_HEARTBEAT_TIMEOUT="20")
+    # the collective timeout stays at its default (600 s): on a loaded machine one process may reach a
+    # collective a minute after the other (compiling), which is not a failure
     env.pop("STYLEBENCH_DISTRIBUTED", None)
     return env
 
