@@ -199,13 +199,19 @@ def run_raven(request: RavenRequest) -> RavenOutcome:
     derive = config.corpus.derive_topics
     if derive is None:
         corpus = _eligible(config, corpus)
+    elif derive.n_topics > len(corpus.documents):  # found before the corpus is embedded
+        raise InvalidField("corpus.derive_topics.n_topics", f"{corpus.name}: cannot derive {derive.n_topics} "
+                                                            f"topics from {len(corpus.documents)} documents")
     timing["load_seconds"] = time.perf_counter() - started
 
     cache = EmbeddingCache(request.cache_dir, enabled=request.use_cache)
     mark = time.perf_counter()
     if derive is not None:
         vectors = Embeddings(embedders, corpus.texts, cache, request.progress)(derive.embedder)
-        topics = derive_topics(corpus.texts, vectors, n_topics=derive.n_topics, seed=derive.seed)
+        try:
+            topics = derive_topics(corpus.texts, vectors, n_topics=derive.n_topics, seed=derive.seed)
+        except ValueError as error:
+            raise InvalidField("corpus.derive_topics.n_topics", f"{corpus.name}: {error}") from None
         corpus = _eligible(config, with_topics(corpus, topics, f"topics: k-means ({derive.n_topics} "
                                                                f"clusters) on {derive.embedder} embeddings"))
     texts = corpus.texts

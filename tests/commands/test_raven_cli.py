@@ -247,6 +247,9 @@ def test_built_benchmark_as_corpus(capsys, tmp_path, cache_dir):
      "posts.jsonl:1: header is missing column(s) 'body', 'who', 'subject'"),
     ("  name: file", ":2: corpus.file: corpus 'file' needs its section"),
     ("  name: built\n  built: {path: DIR}", ":3: corpus.built.path: "),
+    ("  name: file\n  file: {path: POSTS, text: body, author: who}\n  derive_topics: {n_topics: 500, "
+     "embedder: baseline:function_words}",
+     ":4: corpus.derive_topics.n_topics: posts.jsonl: cannot derive 500 topics from 72 documents"),
 ])
 def test_bad_corpus_source_is_located(capsys, tmp_path, cache_dir, corpus, expected):
     posts = write_jsonl(tmp_path / "posts.jsonl", corpus_rows())
