@@ -107,9 +107,32 @@ def evaluation_protocol(directory: str | Path) -> dict:
     """The build config's ``evaluation`` section from ``<directory>/manifest.json`` (defaults when
     the manifest or the section is absent): ``ks``, ``mrr_cutoff``, ``negatives_per_query`` and
     ``split``."""
-    section = read_manifest(directory).get("config", {}).get("evaluation", {})
-    return {key: tuple(value) if key == "ks" else value for key, value in section.items()
-            if key in ("ks", "mrr_cutoff", "negatives_per_query", "split")}
+    path = Path(directory) / "manifest.json"
+    config = read_manifest(directory).get("config", {})
+    if not isinstance(config, dict):
+        raise located(path, f"'config': expected an object (the build config), found {type(config).__name__}")
+    section = config.get("evaluation", {})
+    if not isinstance(section, dict):
+        raise located(path, f"'config.evaluation': expected an object, found {type(section).__name__}")
+    expected = {"ks": "a list of positive integers", "mrr_cutoff": "a positive integer",
+                "negatives_per_query": "a positive integer", "split": "a split name"}
+    out = {}
+    for key, value in section.items():
+        if key not in expected:
+            continue
+        if key == "ks":
+            valid = isinstance(value, list) and bool(value) and all(_positive_int(k) for k in value)
+            value = tuple(value) if valid else value
+        else:
+            valid = isinstance(value, str) and bool(value) if key == "split" else _positive_int(value)
+        if not valid:
+            raise located(path, f"'config.evaluation.{key}': expected {expected[key]}, found {value!r}")
+        out[key] = value
+    return out
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def evaluation_split(directory: str | Path) -> str:
@@ -125,7 +148,7 @@ def built_name(directory: str | Path) -> str:
         raise UserInputError(f"{directory}: not a directory; expected the output folder of "
                              "stylebench data build (manifest.json, splits/)")
     manifest = read_manifest(directory)
-    if not manifest:
+    if not (directory / "manifest.json").is_file():
         raise UserInputError(f"{directory}: no manifest.json; expected the output folder of "
                              "stylebench data build")
     name = manifest.get("name")

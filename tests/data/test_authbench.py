@@ -126,6 +126,20 @@ def test_suite_entries_name_built_folders(tmp_path, monkeypatch):
     units = suite.load(tmp_path / "no-data-root-needed")
     assert [(u.dataset, u.subset, u.task) for u in units] == [("my_bench", "test", "attribution")]
     assert len(units[0].payload.texts) == 24
+    # a manifest that is not a build's: one line naming the manifest's key
+    (tmp_path / "runs" / "odd" / "splits").mkdir(parents=True)
+    for manifest, expected in (
+            ({}, "expected a non-empty string 'name', found None"),
+            ({"name": "odd", "config": 5}, "'config': expected an object (the build config), found int"),
+            ({"name": "odd", "config": {"evaluation": {"ks": 5}}},
+             "'config.evaluation.ks': expected a list of positive integers, found 5"),
+            ({"name": "odd", "config": {"evaluation": {"split": 3}}},
+             "'config.evaluation.split': expected a split name, found 3")):
+        (tmp_path / "runs" / "odd" / "manifest.json").write_text(json.dumps(manifest))
+        suite_file.write_text("name: bad\n\ndatasets:\n  - built: runs/odd\n")
+        with pytest.raises(UserInputError) as info:
+            load_suite(suite_file)
+        assert f"runs/odd/manifest.json: {expected}" in str(info.value), str(info.value)
     for text, expected in (
             ("  - built: runs/nothing\n", ":4: datasets[0].built: runs/nothing: not a directory"),
             ("  - built: runs\n", ":4: datasets[0].built: runs: no manifest.json"),
