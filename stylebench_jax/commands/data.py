@@ -65,7 +65,8 @@ def run_build(args: argparse.Namespace) -> int:
     import dataclasses
 
     from stylebench_jax.commands.common import default_data_root
-    from stylebench_jax.data.construct import build_benchmark, load_build_config
+    from stylebench_jax.config import InvalidField, locate_field
+    from stylebench_jax.data.construct import BuildConfig, build_benchmark, load_build_config
     from stylebench_jax.errors import UserInputError
 
     config = load_build_config(args.config, args.overrides)
@@ -78,6 +79,9 @@ def run_build(args: argparse.Namespace) -> int:
     output = Path(config.output)
     if output.exists() and not output.is_dir():
         raise UserInputError(f"{args.config}: output: {output} exists and is not a directory")
-    build_benchmark(config, log=(lambda message: None) if args.quiet else
-                    (lambda message: print(message, file=sys.stderr)))
+    try:
+        build_benchmark(config, log=(lambda message: None) if args.quiet else
+                        (lambda message: print(message, file=sys.stderr)))
+    except InvalidField as error:  # a file, tokenizer, hook or package the config names
+        raise locate_field(args.config, BuildConfig, list(args.overrides), error) from None
     return 0

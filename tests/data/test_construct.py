@@ -247,14 +247,14 @@ def test_same_config_twice_gives_identical_bytes(corpus):
 def test_missing_export_package_fails_before_the_build(corpus, monkeypatch):
     import importlib.util
 
-    from stylebench_jax.errors import UserInputError
+    from stylebench_jax.config import InvalidField
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a)
     )
     expected = r"export.parquet: needs pyarrow.*\[authbench\].*export.parquet=false"
-    with pytest.raises(UserInputError, match=expected):
+    with pytest.raises(InvalidField, match=expected):
         build(corpus, corpus / "out")
     assert not (corpus / "out").exists()
     build(corpus, corpus / "out", export={"parquet": False})
@@ -344,6 +344,26 @@ def test_malformed_config_names_key_path_and_exits_2(corpus, capsys):
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     assert main(["data", "build", str(path)]) == 2
     assert "sources[0].fields: missing author" in capsys.readouterr().err
+    # keys whose value is checked by the build (a file, the tokenizer, a hook): still file:line: key.path
+    data = config_dict(corpus, corpus / "out")
+    for key, value, expected in (
+            ("path", "nowhere.jsonl", "sources[0].path: {root}/nowhere.jsonl: no such file or directory"),
+            ("tokenizer", "no_such_tokenizer", "tokenizer: 'no_such_tokenizer' is neither 'minilm' nor a "
+                                                "model directory"),
+            ("toxicity", {"function": "no_such_module:score"},
+             "filters.toxicity.function: cannot import 'no_such_module'")):
+        bad = json.loads(json.dumps(data))
+        if key == "path":
+            bad["sources"][0]["path"] = value
+        elif key == "tokenizer":
+            bad["tokenizer"] = value
+        else:
+            bad.setdefault("filters", {})["toxicity"] = value
+        path.write_text(yaml.safe_dump(bad, sort_keys=False))
+        assert main(["data", "build", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}:" in err and expected.format(root=data["data_root"]) in err, err
+        assert len(err.strip().splitlines()) == 1
 
 
 def test_cli_builds_and_loads_overrides(corpus, capsys):

