@@ -9,6 +9,7 @@ from stylebench_jax.metrics.bootstrap import (
 )
 from stylebench_jax.metrics.calibration import (
     ECE_BINS,
+    adversary_accuracy,
     balanced_accuracy,
     brier,
     calibration_metrics,
@@ -66,6 +67,7 @@ __all__ = [
     "RocResult",
     "SUCCESS_KS",
     "accuracy",
+    "adversary_accuracy",
     "adjusted_mutual_info",
     "auroc",
     "auroc_eer",

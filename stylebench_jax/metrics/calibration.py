@@ -16,8 +16,8 @@ overestimates it; Davis & Goadrich 2006).
 
 Calibration (seed 003 §8.2): :func:`brier` and :func:`ece` with :func:`reliability_bins` (also the
 data of a reliability diagram, drawn by ``stylebench_jax.report.calibration``). Topic checks (§8.3):
-:func:`topic_sliced_negatives` and :func:`cross_topic_consistency`. Imports nothing of ours but
-``metrics``.
+:func:`topic_sliced_negatives`, :func:`adversary_accuracy` and :func:`cross_topic_consistency`.
+Imports nothing of ours but ``metrics``.
 """
 
 from __future__ import annotations
@@ -165,6 +165,24 @@ def topic_sliced_negatives(predicted, labels, same_topic) -> dict:
         out[f"n_{name}_negatives"] = int(negatives.sum())
     out["gap"] = out["accuracy_different_topic_negatives"] - out["accuracy_same_topic_negatives"]
     return out
+
+
+def adversary_accuracy(predicted_topics, true_topics) -> dict | None:
+    """Seed 003 §8.3.2: how well the topic adversary recovers each text's coarse topic from its style
+    embedding (lower is better: near the majority-topic rate means the embedding hides topic; the
+    seed's target is < 40% for 5 topics). Texts with an unknown topic (< 0) are left out. Returns
+    ``{"adversary_accuracy", "majority_topic_rate", "n_texts"}``, None when no topic is known."""
+    guess = np.asarray(predicted_topics)
+    known = np.asarray(true_topics)
+    if guess.shape != known.shape:
+        raise ValueError(f"predicted_topics/true_topics: expected one shape, found {guess.shape} and "
+                         f"{known.shape}")
+    mask = known >= 0
+    if not mask.any():
+        return None
+    return {"adversary_accuracy": float((guess[mask] == known[mask]).mean()),
+            "majority_topic_rate": float(np.bincount(known[mask].astype(np.int64)).max() / mask.sum()),
+            "n_texts": int(mask.sum())}
 
 
 def cross_topic_consistency(scores, labels, same_topic) -> dict:
