@@ -19,7 +19,7 @@ from stylebench_jax.parallel.distributed import maybe_initialize
 from stylebench_jax.runtime import enable_compilation_cache
 
 COMMANDS = ("embed", "cache", "search", "eval", "train", "prepare-pairs", "raven", "data", "calibrate",
-            "score")
+            "score", "transfer")
 
 DESCRIPTION = """\
 stylebench: benchmark and search style text embeddings (authorship, register, formality, AI-text

@@ -25,18 +25,29 @@ def reliability_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], tit
                        n_bins: int = ECE_BINS) -> bytes:
     """PNG: one line per ``(label, probs [N], labels [N])`` (ECE in the legend), the diagonal, and a
     count histogram below."""
+    return reliability_figure_from_bins(
+        [(label, reliability_bins(probs, labels, n_bins), ece(probs, labels, n_bins))
+         for label, probs, labels in curves], title)
+
+
+def reliability_figure_from_bins(curves: Sequence[tuple[str, dict, float]], title: str) -> bytes:
+    """:func:`reliability_figure` from precomputed ``metrics.reliability_bins`` (``confidence``,
+    ``frequency``, ``count``; None or NaN for empty bins) and each curve's ECE."""
     plt = _pyplot()
+    n_bins = len(curves[0][1]["count"])
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(5.6, 6.2), sharex=True,
                                          gridspec_kw={"height_ratios": [3, 1.1]})
     top.plot([0, 1], [0, 1], "--", color="grey", linewidth=1, label="perfect calibration")
     width = 1.0 / n_bins / (len(curves) + 0.5)
-    for k, ((label, probs, labels), colour) in enumerate(zip(curves, _colours(len(curves)))):
-        bins = reliability_bins(probs, labels, n_bins)
-        filled = bins["count"] > 0
-        top.plot(bins["confidence"][filled], bins["frequency"][filled], "o-", color=colour, markersize=4,
-                 label=f"{label} (ECE {ece(probs, labels, n_bins):.3f})")
-        left = bins["edges"][:-1] + k * width + 0.25 * width
-        bottom.bar(left, bins["count"], width=width, align="edge", color=colour)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    for k, ((label, bins, error), colour) in enumerate(zip(curves, _colours(len(curves)))):
+        count = np.asarray(bins["count"])
+        filled = count > 0
+        conf = np.array([np.nan if v is None else v for v in bins["confidence"]], np.float64)
+        freq = np.array([np.nan if v is None else v for v in bins["frequency"]], np.float64)
+        top.plot(conf[filled], freq[filled], "o-", color=colour, markersize=4,
+                 label=f"{label} (ECE {error:.3f})")
+        bottom.bar(edges[:-1] + k * width + 0.25 * width, count, width=width, align="edge", color=colour)
     top.set_xlim(0, 1)
     top.set_ylim(0, 1)
     top.set_ylabel("fraction of same-style pairs")
