@@ -1,4 +1,7 @@
-"""Markov chain, edition detection, originality checks and excerpt drawing on small hand-made texts."""
+"""Markov chain, edition detection, originality checks and excerpt drawing on small hand-made texts;
+the shipped configs load."""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -73,3 +76,19 @@ def test_excerpt_starts_are_distinct_and_seeded():
     assert all(0 <= s <= 85 for s in starts)
     with pytest.raises(ValueError, match="cannot hold"):
         draw_starts(40, 15, 3, np.random.default_rng(0))
+
+
+def test_shipped_transfer_configs_load_and_say_how_to_run():
+    from stylebench_jax.config import load_config
+    from stylebench_jax.transfer.config import TransferConfig
+
+    root = Path(__file__).resolve().parents[2] / "configs" / "transfer"
+    paths = sorted(root.glob("*.yaml"))
+    assert [p.name for p in paths] == ["writing7_llms.yaml", "writing7_local.yaml"]
+    for path in paths:
+        head = path.read_text(encoding="utf-8").splitlines()[:4]
+        assert head[0].startswith("# Command:") and any(line.startswith("# Hardware:") for line in head)
+        config = load_config(path, TransferConfig)
+        assert [b.kind for b in config.backends[:3]] == ["copy", "markov", "shuffle"]
+        assert config.excerpts.per_book == 5 and config.excerpts.sentences == 15
+        assert all(b.api_key_env for b in config.backends if b.kind in ("openai", "anthropic"))
