@@ -18,15 +18,14 @@ from stylebench_jax.report.plots import _colours, _png, _pyplot
 
 WHY_NOT = {
     ("shuffle", "markov"): (
-        "The shuffled control scores above the Markov text. It keeps every word, name and sentence of the "
-        "excerpt and loses only their order; the scorer embeds each window as a whole and mean-pools "
-        "tokens (MiniLM), which is nearly blind to sentence order and rewards shared vocabulary, names and "
-        "subject matter, all of which the shuffled text keeps and the Markov text (trained on the author's "
-        "*other* books, about other people and places) lacks. The Markov text keeps only local word "
-        "statistics, which such a scorer weighs little. Read the shuffled score as the share of the "
-        "similarity that comes from content and sentence-level features rather than from discourse; a "
-        "style scorer that rewards the author's voice over the excerpt's content would put Markov text "
-        "closer to the shuffled control, or above it."),
+        "The shuffled control scores above the Markov text. The shuffled text keeps every word, name and "
+        "sentence of the excerpt and loses only their order; the Markov text (a chain trained on the "
+        "author's *other* books) keeps the author's local word statistics, not the excerpt's own scene, "
+        "people and subject matter. {evidence} A scorer that embeds each window as a whole is close to "
+        "blind to sentence order and rewards shared content, so here the shuffled score measures how much "
+        "of the similarity comes from content and sentence-level features rather than from discourse; a "
+        "scorer that rewarded the author's voice over the excerpt's content would move the Markov text "
+        "toward the shuffled control, or above it."),
     ("markov", "copy"): (
         "The Markov text scores above the excerpt itself, which no sensible similarity should allow: look "
         "for a calibration or chunking mismatch."),
@@ -35,6 +34,23 @@ WHY_NOT = {
         "of the shuffled text can be closer to each other's mean than the excerpt's own windows; the gap "
         "is within noise when its interval covers 0."),
 }
+
+
+def _evidence(results: dict, order: dict) -> str:
+    """What this run measured about the shuffled control and the Markov text (for ``WHY_NOT``)."""
+    backends, parts = order["backends"], []
+    gap = order["differences"].get(f"{backends['copy']} - {backends['shuffle']}")
+    if gap is not None:
+        parts.append(f"Measured here: shuffling the excerpt's sentences costs {100 * gap['mean']:.1f} "
+                     f"points against the copy ({order['score']} x100)")
+    names = []
+    for kind in ("shuffle", "markov"):
+        run, flags = results["runs"][backends[kind]], results["flags"].get(backends[kind], {})
+        if run["n_ok"]:
+            names.append(f"{kind} {flags.get('reused_names', 0)} of {run['n_ok']}")
+    if names:
+        parts.append("stories reusing a capitalised name of the excerpt: " + ", ".join(names))
+    return ("; ".join(parts) + ".") if parts else ""
 
 
 def _score_table_rows(results: dict, score: str) -> list[list[str]]:
@@ -73,7 +89,9 @@ def ordering_text(results: dict) -> str:
     if order["holds"]:
         return text + " The ordering holds."
     observed = order["observed"]
-    reasons = [WHY_NOT[(a, b)] for i, a in enumerate(observed) for b in observed[i + 1:] if (a, b) in WHY_NOT]
+    evidence = _evidence(results, order)
+    reasons = [WHY_NOT[(a, b)].format(evidence=evidence)
+               for i, a in enumerate(observed) for b in observed[i + 1:] if (a, b) in WHY_NOT]
     return text + " The ordering does not hold. " + " ".join(reasons)
 
 

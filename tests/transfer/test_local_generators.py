@@ -92,3 +92,20 @@ def test_shipped_transfer_configs_load_and_say_how_to_run():
         assert [b.kind for b in config.backends[:3]] == ["copy", "markov", "shuffle"]
         assert config.excerpts.per_book == 5 and config.excerpts.sentences == 15
         assert all(b.api_key_env for b in config.backends if b.kind in ("openai", "anthropic"))
+
+
+def test_ordering_text_explains_a_failed_order_with_this_runs_measurements():
+    from stylebench_jax.report.transfer import ordering_text
+
+    order = {"expected": ["copy", "markov", "shuffle"], "observed": ["copy", "shuffle", "markov"],
+             "holds": False, "score": "score_calibrated", "n_items": 4,
+             "means": {"copy": 0.9, "markov": 0.3, "shuffle": 0.8},
+             "backends": {"copy": "ceiling", "markov": "mk", "shuffle": "sh"},
+             "differences": {"ceiling - sh": {"mean": 0.1234}}}
+    runs = {"ceiling": {"n_ok": 4}, "mk": {"n_ok": 3}, "sh": {"n_ok": 4}}
+    text = ordering_text({"ordering": order, "runs": runs, "flags": {"sh": {"reused_names": 4}}})
+    assert "observed copy > shuffle > markov" in text and "does not hold" in text
+    assert "costs 12.3 points against the copy (score_calibrated x100)" in text
+    assert "shuffle 4 of 4, markov 0 of 3" in text
+    assert ordering_text({"ordering": {**order, "observed": order["expected"], "holds": True}}).endswith(
+        "The ordering holds.")
