@@ -18,7 +18,8 @@ from stylebench_jax.errors import InvalidOption, UserInputError
 from stylebench_jax.parallel import distributed
 from stylebench_jax.runtime import enable_compilation_cache
 
-COMMANDS = ("embed", "cache", "search", "eval", "train", "prepare-pairs", "raven", "data")
+COMMANDS = ("embed", "cache", "search", "eval", "train", "prepare-pairs", "raven", "data", "calibrate",
+            "score", "transfer")
 
 DESCRIPTION = """\
 stylebench: benchmark and search style text embeddings (authorship, register, formality, AI-text
