@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from stylebench_jax.cache import INCOMPLETE_GRACE
 from stylebench_jax.cli import main
 from stylebench_jax.encoders import registry as encoder_registry
 from stylebench_jax.fileio import is_orphan, remove_orphans
@@ -156,10 +157,14 @@ def test_orphaned_temporaries_are_removed_by_the_next_write_and_cache_clean(tmp_
     space.mkdir(parents=True)
     (space / f".x.vectors.npy~{host}~{dead}~q.tmp").write_bytes(b"x")
     np.save(space / "abc.vectors.npy", np.zeros((2, 4), np.float32))  # keys file never written
+    old = time.time() - 2 * INCOMPLETE_GRACE
+    os.utime(space / "abc.vectors.npy", (old, old))
+    # A shard whose keys are still being written by a live process (between its two renames) stays.
+    np.save(space / "fresh.vectors.npy", np.zeros((2, 4), np.float32))
     assert main(["cache", "clean"]) == 0
     out = capsys.readouterr().out
     assert "1 orphaned temporary file(s), 1 incomplete shard(s)" in out
-    assert not list(space.iterdir())
+    assert [p.name for p in space.iterdir()] == ["fresh.vectors.npy"]
     assert remove_orphans(tmp_path) == 0
 
 
@@ -170,15 +175,21 @@ def test_ctrl_c_stops_embed_promptly(tmp_path, cache_dir):
     lines = (f"sentence number {i} about cats and dogs and weather. " * (5 + i % 40) for i in range(3000))
     path.write_text("\n".join(lines), encoding="utf-8")
     proc = subprocess.Popen([sys.executable, "-m", "stylebench_jax.cli", "embed", "--input", str(path),
-                             "--output", str(tmp_path / "o.npy"), "--no-cache", "--quiet"],
+                             "--output", str(tmp_path / "o.npy"), "--no-cache"],
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
-    time.sleep(15)  # model loaded, embedding under way
-    assert proc.poll() is None, proc.stderr.read()
+    # Wait for the first progress line after a finished batch ("embed minilm: 64/N seq (..%)"): the
+    # model is loaded, compiled and batches are queued. A fixed sleep raced the imports under load.
+    seen = []
+    while not any(line.startswith("embed minilm: ") and "%" in line for line in seen):
+        line = proc.stderr.readline()
+        assert line, "".join(seen)
+        seen.append(line)
+    assert proc.poll() is None, "".join(seen)
     start = time.perf_counter()
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)
     elapsed = time.perf_counter() - start
-    err = proc.stderr.read()
+    err = "".join(seen) + proc.stderr.read()
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert elapsed < 4.0, f"took {elapsed:.1f} s to stop"
     assert not (tmp_path / "o.npy").exists()
