@@ -78,14 +78,17 @@ def batch_rows(n: int, batch_size: int, multiple: int) -> int:
     return round_up(max(rows, n), multiple)
 
 
-def length_batches(lengths: np.ndarray, batch_size: int) -> Iterator[np.ndarray]:
+def length_batches(lengths: np.ndarray, batch_size: int, *,
+                   partial_first: bool = True) -> Iterator[np.ndarray]:
     """Indices ``[<= batch_size]`` of each batch, sequences sorted by length (stable), shortest first.
 
-    The one partial batch (``len % batch_size`` sequences) holds the *shortest* sequences: it is padded
-    up to ``batch_rows`` rows, and padding rows cost least at the shortest bucket (with the partial
-    batch last, 36 Reuters articles would run as 64 x 256 tokens)."""
+    ``partial_first``: the one partial batch (``len % batch_size`` sequences) holds the *shortest*
+    sequences: it is padded up to ``batch_rows`` rows, and padding rows cost least at the shortest
+    bucket (with the partial batch last, 36 Reuters articles would run as 64 x 256 tokens). ``False``:
+    the partial batch comes last (``encoders.multiprocess`` aligns processes' batches step by step, and
+    a process holding one batch more must then hold it at the end)."""
     order = np.argsort(np.asarray(lengths), kind="stable")
-    first = len(order) % batch_size or batch_size
+    first = (len(order) % batch_size or batch_size) if partial_first else batch_size
     for start in range(0, len(order), batch_size):
         yield order[max(0, start - (batch_size - first)):start + first]
 

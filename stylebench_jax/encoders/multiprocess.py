@@ -57,7 +57,9 @@ def embed_across_processes(embedder, texts: list[str]) -> np.ndarray:
     sequences, owners = embedder.text_sequences([texts[i] for i in mine])
     lengths = np.fromiter((len(s) for s in sequences), np.int64, len(sequences))
     local_batch = max(1, -(-embedder.batch_size // slot.count))
-    batches = list(length_batches(lengths, local_batch))
+    # partial batch last: processes' batches are aligned by step, and a process with one batch more
+    # than another then runs it after the shared steps (lengths stay aligned step by step)
+    batches = list(length_batches(lengths, local_batch, partial_first=False))
     max_length = embedder.settings.max_length
     plan = [(bucket_length(int(lengths[rows].max()), max_length), len(rows)) for rows in batches]
     plans = allgather_objects(plan)

@@ -23,3 +23,10 @@ def test_partial_batch_pads_the_shortest_sequences():
     first, second = length_batches(lengths, 64)
     assert (lengths[first] == 10).all() and batch_rows(len(first), 64, 1) == 64
     assert (lengths[second] == 256).all() and batch_rows(len(second), 64, 1) == 64
+
+
+def test_partial_batch_last_on_request():
+    lengths = np.arange(100)[::-1]
+    batches = list(length_batches(lengths, 64, partial_first=False))
+    assert [len(b) for b in batches] == [64, 36]
+    assert (np.diff(lengths[np.concatenate(batches)]) >= 0).all()
