@@ -32,6 +32,7 @@ from stylebench_jax.kernels.npy_rows import (
     view_fits,
 )
 from stylebench_jax.parallel import batch_sharding, pad_rows, replicated, resolve_mesh, round_up
+from stylebench_jax.parallel.distributed import fetch, put_global_batch
 
 DEFAULT_BLOCK = 16384          # candidate rows per device per matmul (measured, bench_topk.py)
 INT_MAX = np.iinfo(np.int32).max
@@ -334,7 +335,8 @@ def _scalar(mesh: Mesh, value: int):
 
 
 def _finish(state: ScanState) -> ScanResult:
-    keys, idx, bound, bad, sq, count, group_count = jax.device_get(tuple(state))
+    # gathered from every process when sharded across them
+    keys, idx, bound, bad, sq, count, group_count = fetch(tuple(state))
     bad_row = int(bad.min())
     return ScanResult(keys, idx, bound, -1 if bad_row == INT_MAX else bad_row,
                       (float(sq[:, 0].min()), float(sq[:, 1].max())), count, group_count)
@@ -438,9 +440,10 @@ def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups
     in_flight = []
     for span, views, leads, groups in prefetch(calls(), prefetch_depth):
         rows_dev = _segments_array(views, flat_sharding)
-        groups_dev = dummy_groups if groups is None else jax.device_put(groups, vec_sharding)
+        # groups and leads: the same host array on every process, each transfers its own share
+        groups_dev = dummy_groups if groups is None else put_global_batch(groups, mesh)
         step = scan_step(mesh, dataclasses.replace(cfg, block=span.block, flat_rows=span.stride))
-        state = step(state, rows_dev, groups_dev, *query_args, jax.device_put(leads, vec_sharding),
+        state = step(state, rows_dev, groups_dev, *query_args, put_global_batch(leads, mesh),
                      _scalar(mesh, span.start), _scalar(mesh, span.stride), n_arg)
         in_flight.append((state.bad, span.stop - span.start))
         if len(in_flight) > 2:
