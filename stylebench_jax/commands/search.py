@@ -28,8 +28,10 @@ examples:
 
 Rows must be L2-normalised (scores are cosines) unless --normalize is given. The candidate file is
 read in blocks with a bounded working set, so pools larger than memory work. --bf16 scores with a
-bfloat16 matmul and re-scores a shortlist in float32; the top k stays exact (certified per query,
-uncertified queries are searched again in float32).
+bfloat16 matmul and re-scores a shortlist in float32; the top k stays exact (certified per query;
+an uncertified query first gets a longer shortlist from a second bfloat16 pass, and is searched again
+in float32 only when that would be too long). Without --bf16 the search runs in float32: the faster
+exact path on CPUs without native bfloat16 dot instructions (bench_topk.py).
 """
 
 
@@ -163,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
     write_jsonl_atomic(args.output, _hits(result))  # the primary process only (fileio)
     if not args.quiet and is_primary():
         seconds = time.perf_counter() - start
-        extra = f", {result.n_recomputed} re-searched in float32" if args.bf16 else ""
+        extra = (f", {result.n_grown} certified by a grown shortlist, {result.n_recomputed} re-searched in "
+                 "float32" if args.bf16 else "")
         print(f"stylebench search: {queries.shape[0]} queries x {pool.shape[0]} candidates, k={args.k}, "
               f"{seconds:.2f} s on mesh {dict(mesh.shape)}{extra} -> {args.output}", file=sys.stderr)
     return 0

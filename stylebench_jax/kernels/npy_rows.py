@@ -8,7 +8,14 @@ page mapped, and RSS grows to the file size). A ``np.memmap`` straight from ``np
 mmap_mode="r")`` is recognised and read the same way.
 
 Blocks are returned in 64-byte aligned buffers: XLA's CPU client then wraps them without a copy
-(``jax.device_put`` of an unaligned array copies, ~6x slower than ``memcpy`` here).
+(``jax.device_put`` of an array whose data is not 64-byte aligned copies it).
+
+Flat segments (:func:`flat_views`, :func:`read_flat`) are how the top-k scan receives host rows: each
+device gets one 1-D float32 buffer of ``flat_width(rows, D)`` elements holding its ``rows`` rows
+starting ``lead`` (0..15) elements in. A C-contiguous float32 array whose data is *not* 64-byte
+aligned (what ``np.load`` and NumPy's random generators return: 16-byte aligned) is handed over in
+place this way: the view starts at the last 64-byte boundary at or before the device's first row,
+so XLA wraps it without a copy, and the kernel skips ``lead`` elements.
 
 ``prefetch(iterator, depth)`` runs a block iterator in a background thread (file reads release the
 GIL), so reading block ``i + 1`` overlaps the device work on block ``i``.
@@ -26,8 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from stylebench_jax.errors import located
+from stylebench_jax.parallel import round_up
 
 ALIGN = 64  # bytes; XLA CPU buffers of this alignment are used in place
+FLAT_PAD = ALIGN // 4  # float32 elements of slack after a flat segment's rows (lead <= 15)
 
 
 class NpyRows:
@@ -59,6 +68,14 @@ class NpyRows:
         with open(self.path, "rb", buffering=0) as handle:
             self._fill(handle, memoryview(out).cast("B"), start)
         return _as_float32(out)
+
+    def read_into(self, out: np.ndarray, start: int) -> None:
+        """Fill ``out [m, D]`` (float32, C-contiguous) with rows ``[start, start + m)``."""
+        if self.dtype != np.float32:
+            out[:] = self.read(start, start + out.shape[0])
+            return
+        with open(self.path, "rb", buffering=0) as handle:
+            self._fill(handle, memoryview(out).cast("B"), start)
 
     def take(self, indices: np.ndarray) -> np.ndarray:
         """Rows at sorted unique ``indices`` as an aligned float32 array ``[len(indices), D]``;
@@ -161,6 +178,70 @@ def read_rows(source, start: int, stop: int, rows: int | None = None) -> np.ndar
     padded[: block.shape[0]] = block
     padded[block.shape[0]:] = 0
     return padded
+
+
+def flat_width(rows: int, dim: int) -> int:
+    """Elements of a flat segment holding ``rows`` rows of ``dim``: room for a lead of up to 15
+    elements, and a multiple of 16 (so segments stacked ``[n_data, width]`` all stay aligned)."""
+    return round_up(rows * dim, 16) + FLAT_PAD
+
+
+def in_place_ok(array) -> bool:
+    """Whether :func:`flat_views` can hand ``array``'s rows to the devices without a copy: a
+    C-contiguous float32 2-D NumPy array (any alignment of at least 4 bytes, the float's own)."""
+    return (isinstance(array, np.ndarray) and array.ndim == 2 and array.dtype == np.float32
+            and array.flags.c_contiguous and array.size > 0 and array.ctypes.data % 4 == 0)
+
+
+def view_fits(array: np.ndarray, first_row: int, rows: int) -> bool:
+    """Whether the flat segment of rows ``[first_row, first_row + rows)`` lies inside ``array``:
+    it starts up to 15 elements before ``first_row`` (at a 64-byte boundary) and is
+    ``flat_width(rows, D)`` long."""
+    dim = array.shape[1]
+    start = first_row * dim - _lead(array, first_row)
+    return start >= 0 and start + flat_width(rows, dim) <= array.size
+
+
+def _lead(array: np.ndarray, row: int) -> int:
+    return (array.ctypes.data + 4 * row * array.shape[1]) % ALIGN // 4
+
+
+def flat_views(array: np.ndarray, first_rows: list[int], rows: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Flat segments of ``array [N, D]`` (see :func:`in_place_ok`) without copying: for each start
+    row, a 64-byte aligned 1-D view ``[flat_width(rows, D)]`` beginning ``lead`` elements before
+    that row (the tail of the previous row; the elements after the rows belong to the next rows).
+    Returns (views, leads int32). ValueError if a segment would leave the array
+    (:func:`view_fits`)."""
+    dim, flat = array.shape[1], array.reshape(-1)
+    views, leads = [], []
+    for row in first_rows:
+        if not view_fits(array, row, rows):
+            raise ValueError(f"rows [{row}, {row + rows}) cannot be viewed in place: the segment "
+                             f"leaves the array of {array.shape[0]} rows")
+        lead = _lead(array, row)
+        start = row * dim - lead
+        views.append(flat[start:start + flat_width(rows, dim)])
+        leads.append(lead)
+    return views, np.asarray(leads, np.int32)
+
+
+def read_flat(source, first_rows: list[int], rows: int, stop: int) -> np.ndarray:
+    """Copied flat segments ``[len(first_rows), flat_width(rows, D)]`` (aligned float32, lead 0):
+    segment ``d`` holds rows ``first_rows[d] + [0, rows)`` of ``NpyRows`` or an array, zeros past
+    row ``stop`` and in the slack."""
+    dim = source.shape[1]
+    out = aligned_empty((len(first_rows), flat_width(rows, dim)))
+    for segment, first in zip(out, first_rows):
+        count = max(0, min(rows, stop - first))
+        body = segment[:count * dim].reshape(count, dim)
+        if count == 0:
+            pass
+        elif isinstance(source, NpyRows):
+            source.read_into(body, first)
+        else:
+            np.copyto(body, source[first:first + count], casting="unsafe")
+        segment[count * dim:] = 0
+    return out
 
 
 def take_rows(source, indices: np.ndarray) -> np.ndarray:

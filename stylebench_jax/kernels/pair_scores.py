@@ -20,9 +20,13 @@ With ``tolerance > 0`` refinement stops once the unrefined mixed bins, counted a
 AUROC by at most ``tolerance`` (``auroc_error_bound`` in the result); the bin where the ROC crosses
 FNR = FPR is always refined, so the EER stays exact. Memory per device: the embeddings, a few
 ``[B, B]`` tile temporaries, and one histogram of ``2^(w + 1)`` int32 per refined bin (``w`` bits of
-the level); a level's histograms take at most ``max_fine_bytes`` over all devices, more bins take
-more passes. In dense regions the last level needs about 8 bytes per distinct float32 value in the
-score range where both classes occur (a few hundred MB for cosines), independent of N.
+the level); one pass's histograms (device copies, plus the host's running total when a pass needs
+more than one call of up to 2^31 - 1 pairs) take at most ``max_fine_bytes``, more bins take more
+passes. Each pass is folded into the sums as it finishes (within-bin U, the EER crossing's
+sub-bins, the next level's mixed bins), so only one pass's histograms are ever held (before, every
+pass's int64 counts were kept: 8.9 GB at N = 50,000 for a 512 MB budget). In dense regions the last
+level needs about 8 bytes per distinct float32 value in the score range where both classes occur
+(a few hundred MB for cosines), independent of N.
 AUROC and EER definitions: :mod:`stylebench_jax.metrics.roc` (the kernels count, the metrics decide).
 """
 
@@ -47,7 +51,7 @@ from stylebench_jax.parallel import batch_sharding, pad_rows, replicated, resolv
 SPARSE_LEVELS = (16, 8, 8)  # key bits resolved per histogram level (sum 32): few pairs per bin
 DENSE_LEVELS = (20, 12)  # one pass fewer when bins are well filled (> DENSE_PAIRS pairs)
 DENSE_PAIRS = 1 << 26
-MAX_COUNTS_PER_CALL = 1 << 30  # pairs per jitted call, all devices: the int32 histograms cannot overflow
+MAX_COUNTS_PER_CALL = 2**31 - 1  # pairs per jitted call, all devices: the int32 histograms cannot overflow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +137,7 @@ class _Tiles:
         self.n_data = mesh.shape["data"]
         budget = MAX_COUNTS_PER_CALL // (block * block * self.n_data)
         self.per_call = max(1, min(budget, -(-len(self.pairs) // self.n_data)))
+        self.n_calls = -(-len(self.pairs) // (self.n_data * self.per_call))
         self.mesh = mesh
 
     def calls(self):
@@ -154,26 +159,38 @@ def _crossing(pos: np.ndarray, neg: np.ndarray, n_pos: int, n_neg: int) -> int:
     return len(pos) - 1 - int(np.argmax(gap <= 0))
 
 
-def _within_u(counts: np.ndarray, chunk: int = 1024) -> int:
-    """``2 U`` summed over refined bins ``counts [bins, 2^w, 2]`` (neg, pos), ``chunk`` bins at a
-    time so the int64 temporaries stay small."""
+def _within_u(counts: np.ndarray, temp_bytes: int = 32 << 20) -> int:
+    """``2 U`` summed over refined bins ``counts [bins, 2^w, 2]`` (neg, pos), a few bins at a time
+    so the int64 temporaries stay near ``temp_bytes``."""
+    chunk = max(1, temp_bytes // (8 * counts.shape[1]))
     return sum(twice_u(counts[i:i + chunk, :, 1], counts[i:i + chunk, :, 0])
                for i in range(0, counts.shape[0], chunk))
 
 
-def _choose(pos, neg, n_pos: int, n_neg: int, allowance: float, forced: int | None):
-    """Flat indices of mixed bins to refine (ascending) and the AUROC bound left by the rest:
-    biggest ``P_b N_b`` first until the rest, counted as ties, can move the AUROC by at most
-    ``allowance``; ``forced`` (the EER crossing) is always refined when mixed."""
-    mixed = np.flatnonzero((pos > 0) & (neg > 0))
-    weight = pos[mixed].astype(np.float64) * neg[mixed] / (2.0 * n_pos * n_neg)
+def _choose(mixed, pos, neg, n_pos: int, n_neg: int, allowance: float, forced: int | None):
+    """Mixed bins to refine and the AUROC bound left by the rest. ``mixed``: ascending flat
+    indices of the bins holding both classes, ``pos``/``neg`` their counts. Biggest ``P_b N_b``
+    first until the rest, counted as ties, can move the AUROC by at most ``allowance``; ``forced``
+    (the EER crossing) is always refined when mixed. Returns (positions into ``mixed``, ascending;
+    bound)."""
+    weight = pos.astype(np.float64) * neg / (2.0 * n_pos * n_neg)
     order = np.argsort(-weight, kind="stable")
     rest = np.concatenate([np.cumsum(weight[order][::-1])[::-1], [0.0]])
-    chosen = mixed[order[: int(np.argmax(rest <= allowance))]]
-    if forced is not None and pos[forced] > 0 and neg[forced] > 0:
-        chosen = np.union1d(chosen, [forced])
+    chosen = order[: int(np.argmax(rest <= allowance))]
+    if forced is not None:
+        at = int(np.searchsorted(mixed, forced))
+        if at < mixed.size and mixed[at] == forced:
+            chosen = np.union1d(chosen, [at])
     chosen = np.sort(chosen)
-    return chosen, float(weight[~np.isin(mixed, chosen)].sum())
+    left = np.ones(mixed.size, bool)
+    left[chosen] = False
+    return chosen, float(weight[left].sum())
+
+
+def _mixed(flat_pos: np.ndarray, flat_neg: np.ndarray, offset: int = 0):
+    """(flat indices + ``offset``, pos, neg) of the bins holding both classes (int64)."""
+    both = np.flatnonzero((flat_pos > 0) & (flat_neg > 0))
+    return both + offset, flat_pos[both].astype(np.int64), flat_neg[both].astype(np.int64)
 
 
 def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mesh | None = None,
@@ -209,26 +226,44 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     if sum(bits) != 32 or min(bits) < 1 or max(bits) > 24:
         raise ValueError(f"level_bits: expected levels of 1..24 bits summing to 32, found {bits}")
 
-    def histogram(level: int, luts: tuple, n_slots: int) -> np.ndarray:
-        """Counts ``[n_slots, 2^w, 2]`` (neg, pos) of every refined slot of ``level``."""
+    # int32 totals while no count can pass 2^31 - 1 (each call's own counts are int32 anyway)
+    total_dtype = np.int32 if n_pairs < 2**31 else np.int64
+
+    def histograms(level: int, luts: tuple, n_slots: int):
+        """Yield ``(slot0, counts [m, 2^w, 2])`` (neg, pos) for the refined slots ``slot0 + [0, m)``
+        of ``level``, one pass over all tiles each. Only one pass's counts live at a time (the caller
+        folds them in): per pass the ``n_data`` device copies of the int32 histogram, the fetched
+        part and the running total fit ``max_fine_bytes``."""
         width = 1 << bits[level]
-        per_pass = max(1, min(n_slots, max_fine_bytes // (mesh.shape["data"] * 8 * width)))
-        per_pass = 1 << (per_pass - 1).bit_length()  # powers of two: few shapes to compile
+        n_data = mesh.shape["data"]
+        # one call (up to 2^31 - 1 pairs): its int32 output is the total (on CPU, fetched without a
+        # copy); more calls add the fetched part and the running total
+        summed = 0 if tiles.n_calls == 1 else 4 + np.dtype(total_dtype).itemsize
+        slot_bytes = 2 * width * (4 * n_data + summed)
+        fit = max(1, max_fine_bytes // slot_bytes)
+        # powers of two (few shapes to compile), never above the budget
+        per_pass = min(1 << (n_slots - 1).bit_length(), 1 << (fit.bit_length() - 1))
         step = _hist_step(mesh, block, bits, level, per_pass)
         luts_dev = tuple(jax.device_put(lut, rep) for lut in luts)
-        parts = []
         for slot0 in range(0, n_slots, per_pass):
             total = None
-            for tile_arr in tiles.calls():  # int32 per call; several calls are summed in int64
-                part = jax.device_get(step(tile_arr, *data, luts_dev, jax.device_put(np.int32(slot0), rep)))
-                total = part if total is None else total.astype(np.int64) + part
-            parts.append(total.reshape(per_pass, width, 2)[: min(per_pass, n_slots - slot0)])
+            for tile_arr in tiles.calls():
+                out = step(tile_arr, *data, luts_dev, jax.device_put(np.int32(slot0), rep))
+                part = np.asarray(jax.device_get(out))
+                del out
+                if total is None:
+                    total = part.astype(total_dtype, copy=total_dtype != np.int32 or not part.flags.writeable)
+                else:
+                    np.add(total, part, out=total, casting="unsafe")
+                del part
             stats["passes"] += 1
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+            yield slot0, total.reshape(per_pass, width, 2)[: min(per_pass, n_slots - slot0)]
+            del total
 
     stats = {"passes": 0, "refined_bins": 0}
-    counts = histogram(0, (), 1)
-    neg, pos = counts[..., 0].ravel(), counts[..., 1].ravel()
+    _, counts = next(histograms(0, (), 1))
+    neg, pos = counts[..., 0].ravel().astype(np.int64), counts[..., 1].ravel().astype(np.int64)
+    del counts
     n_pos, n_neg = int(pos.sum()), int(neg.sum())
     if n_pos == 0 or n_neg == 0:
         raise ValueError(f"AUROC/EER need positive and negative pairs, found {n_pos} and {n_neg}")
@@ -236,30 +271,44 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     # ROC sequence for the EER: level-0 bins with the crossing bin replaced by its sub-bins, level
     # after level; seq[at:at + window] are the current level's bins base .. base + window - 1.
     seq_pos, seq_neg, at, window, base = pos, neg, 0, len(pos), 0
+    n_entries = len(pos)
+    mixed = _mixed(pos, neg)  # the current level's mixed bins (flat index, pos, neg): all it keeps
     luts, bound = (), 0.0
     for level in range(1, len(bits)):
         cross = _crossing(seq_pos, seq_neg, n_pos, n_neg) - at
         forced = base + cross if 0 <= cross < window else None
-        refine, left = _choose(pos, neg, n_pos, n_neg, tolerance - bound, forced)
+        chosen, left = _choose(*mixed, n_pos, n_neg, tolerance - bound, forced)
         bound += left
-        if refine.size == 0:
+        if chosen.size == 0:
             break
+        refine = mixed[0][chosen]
         stats["refined_bins"] += int(refine.size)
-        lut = np.full(len(pos), -1, np.int32)
+        lut = np.full(n_entries, -1, np.int32)
         lut[refine] = np.arange(refine.size, dtype=np.int32)
         luts = (*luts, lut)
-        counts = histogram(level, luts, refine.size)
-        u2 += _within_u(counts) - exact_dot(pos[refine], neg[refine])
-        if forced is not None and lut[forced] >= 0:  # expand the crossing bin in the ROC sequence
-            sub = counts[lut[forced]]
+        last = level + 1 == len(bits)
+        width = 1 << bits[level]
+        u2 -= exact_dot(mixed[1][chosen], mixed[2][chosen])
+        sub, found = None, []
+        # Fold each pass as it finishes: within-bin U, the crossing bin's sub-bins, and (before the
+        # last level) the next level's mixed bins; its counts are then dropped.
+        for slot0, counts in histograms(level, luts, refine.size):
+            u2 += _within_u(counts)
+            if forced is not None and slot0 <= lut[forced] < slot0 + counts.shape[0]:
+                sub = counts[lut[forced] - slot0].astype(np.int64)
+            if not last:
+                found.append(_mixed(counts[..., 1].ravel(), counts[..., 0].ravel(), slot0 * width))
+            del counts  # before the next pass allocates its own
+        if sub is not None:  # expand the crossing bin in the ROC sequence
             at += cross
             seq_pos = np.concatenate([seq_pos[:at], sub[:, 1], seq_pos[at + 1:]])
             seq_neg = np.concatenate([seq_neg[:at], sub[:, 0], seq_neg[at + 1:]])
             window, base = sub.shape[0], int(lut[forced]) * sub.shape[0]
         else:
             window = 0  # the crossing bin holds one class only: its ROC segment is straight
-        if level + 1 < len(bits):
-            neg, pos = counts[..., 0].ravel(), counts[..., 1].ravel()
+        if not last:
+            mixed = tuple(np.concatenate([f[i] for f in found]) for i in range(3))
+            n_entries = refine.size * width
     return PairsRoc(float(Fraction(u2, 2 * n_pos * n_neg)), eer_from_counts(seq_pos, seq_neg), n_pos, n_neg,
                     n_pairs, bound, bits, stats["passes"], stats["refined_bins"])
 

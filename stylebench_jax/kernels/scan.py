@@ -22,9 +22,17 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from stylebench_jax.kernels.blockwise import block_shortlist, canonical, merge_running, pick_group_size
-from stylebench_jax.kernels.npy_rows import prefetch, read_rows, row_source
+from stylebench_jax.kernels.npy_rows import (
+    flat_views,
+    in_place_ok,
+    prefetch,
+    read_flat,
+    read_rows,
+    row_source,
+    view_fits,
+)
 from stylebench_jax.parallel import batch_sharding, pad_rows, replicated, resolve_mesh, round_up
-from stylebench_jax.parallel.distributed import data_slot, fetch, process_count, put_batch
+from stylebench_jax.parallel.distributed import fetch, put_global_batch
 
 DEFAULT_BLOCK = 16384          # candidate rows per device per matmul (measured, bench_topk.py)
 INT_MAX = np.iinfo(np.int32).max
@@ -53,7 +61,9 @@ class ScanState(NamedTuple):
     ``idx [n_data, Q, keep]`` int32 their candidate indices; ``bound [n_data, Q]``: every candidate
     a block's short list left out has key <= bound (so every candidate not in the list has key <=
     max(bound, last key)); ``bad [n_data]`` int32: lowest row with NaN/inf (INT_MAX: none);
-    ``sq_range [n_data, 2]``: (min, max) squared L2 norm of the rows seen.
+    ``sq_range [n_data, 2]``: (min, max) squared L2 norm of the rows seen. Threshold scans only
+    (else zeros): ``count [n_data, Q]`` int32 admissible candidates with key >= the query's
+    threshold; ``group_count [n_data, Q]`` int32 the most groups of one block holding such a key.
     """
 
     keys: jax.Array
@@ -61,6 +71,8 @@ class ScanState(NamedTuple):
     bound: jax.Array
     bad: jax.Array
     sq_range: jax.Array
+    count: jax.Array
+    group_count: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +84,9 @@ class ScanConfig:
     use_ids: bool      # exclude candidate query_ids[i] from query i
     use_groups: bool   # exclude candidates with query_groups[i] == candidate_groups[j]
     normalize: bool    # L2-normalise candidate rows before scoring
+    flat_rows: int = 0         # > 0: rows arrive as flat segments of this many rows per device
+    threshold: bool = False    # keep only keys >= the query's threshold, and count them
+    group_size: int | None = None  # block_shortlist's group width (None: pick_group_size)
 
 
 def device_block(n: int, n_data: int, block_size: int) -> int:
@@ -79,15 +94,47 @@ def device_block(n: int, n_data: int, block_size: int) -> int:
     return min(block_size, round_up(-(-n // n_data), 8))
 
 
-def local_scan(state: ScanState, rows, row_groups, queries, query_ids, query_groups, base, stride, n_valid,
-               *, cfg: ScanConfig) -> ScanState:
+def tail_block(rows: int, n_data: int, block: int) -> int:
+    """Block for the last partial slab (``rows`` rows over ``n_data`` devices) of a scan whose other
+    calls use ``block``. XLA:CPU's float32 dot gives a candidate row the same bits whatever the
+    block's row count only while that count is a multiple of 16 (measured: an odd multiple of 8
+    runs another kernel and changes the last bit of most scores, so exact duplicates in the tail
+    would stop tying with their copies elsewhere). So the tail is rounded up to 16 rows per device
+    when ``block`` is a multiple of 16, and is a whole ``block`` otherwise."""
+    if block % 16:
+        return block
+    return min(block, round_up(-(-rows // n_data), 16))
+
+
+def block_group_size(cfg: ScanConfig) -> int:
+    """Group width of :func:`blockwise.block_shortlist` for ``cfg``'s blocks (1: whole block)."""
+    m = min(cfg.block_keep, cfg.block)
+    if cfg.group_size is None:
+        return pick_group_size(cfg.block, m)
+    return cfg.group_size if cfg.block % cfg.group_size == 0 else 1
+
+
+def local_scan(state: ScanState, rows, row_groups, queries, query_ids, query_groups, thresholds, leads,
+               base, stride, n_valid, *, cfg: ScanConfig) -> ScanState:
     """One device: fold ``rows`` (block after block) into its running top list ``state``
-    (:class:`ScanState` with a leading axis of 1: this device's slice)."""
-    keys, idx, bound, bad, sq_range = state
+    (:class:`ScanState` with a leading axis of 1: this device's slice). ``rows``: ``[1, width]``
+    flat segment with its rows ``leads[0]`` elements in (``cfg.flat_rows``), else ``[rows, D]``."""
+    keys, idx, bound, bad, sq_range, count, group_count = state
     start = base + lax.axis_index("data") * stride
-    group_size = pick_group_size(cfg.block, min(cfg.block_keep, cfg.block))
+    group_size = block_group_size(cfg)
     low = queries.astype(jnp.bfloat16) if cfg.precision == "bfloat16" else None
     dims = (((1,), (1,)), ((), ()))
+    dim = queries.shape[1]
+    if cfg.flat_rows:
+        n_rows, flat, lead = cfg.flat_rows, rows[0], leads[0]
+
+        def take(first_row, count):
+            return lax.dynamic_slice_in_dim(flat, lead + first_row * dim, count * dim).reshape(count, dim)
+    else:
+        n_rows = rows.shape[0]
+
+        def take(first_row, count):
+            return lax.dynamic_slice_in_dim(rows, first_row, count)
 
     def stats(x, gidx, bad, sq_range):
         """Fold rows ``x`` (global indices ``gidx``) into ``bad`` and ``sq_range``; returns the rows
@@ -105,11 +152,11 @@ def local_scan(state: ScanState, rows, row_groups, queries, query_ids, query_gro
     if not cfg.normalize:
         # One pass over all rows of the call: inside the loop it would read each block a second
         # time through a copy (~6% of a bfloat16 search).
-        _, bad, sq_range = stats(rows, start + jnp.arange(rows.shape[0], dtype=jnp.int32), bad, sq_range)
+        _, bad, sq_range = stats(take(0, n_rows), start + jnp.arange(n_rows, dtype=jnp.int32), bad, sq_range)
 
     def body(b, carry):
-        keys, idx, bound, bad, sq_range = carry
-        x = lax.dynamic_slice_in_dim(rows, b * cfg.block, cfg.block)
+        keys, idx, bound, bad, sq_range, count, group_count = carry
+        x = take(b * cfg.block, cfg.block)
         if cfg.normalize:
             x, bad, sq_range = stats(x, start + b * cfg.block + jnp.arange(cfg.block, dtype=jnp.int32),
                                      bad, sq_range)
@@ -133,7 +180,16 @@ def local_scan(state: ScanState, rows, row_groups, queries, query_ids, query_gro
         def shortlist(s, mask):
             return block_shortlist(s, cfg.block_keep, group_size, admissible if mask else None)
 
-        if cfg.use_ids or cfg.use_groups:
+        if cfg.threshold:
+            above = admissible(jnp.arange(cfg.block, dtype=jnp.int32)[None, :]) & (s >= thresholds[:, None])
+            s = jnp.where(above, s, -jnp.inf)
+            count = count + jnp.sum(above, axis=1, dtype=jnp.int32)[None]
+            if group_size > 1 and cfg.block // group_size > cfg.block_keep:
+                held = jnp.sum(s.reshape(s.shape[0], -1, group_size).max(axis=-1) > -jnp.inf, axis=1,
+                               dtype=jnp.int32)
+                group_count = jnp.maximum(group_count, held[None])
+            values, pos, dropped = shortlist(s, False)
+        elif cfg.use_ids or cfg.use_groups:
             values, pos, dropped = shortlist(s, True)
         else:
             # Only a block reaching past n_valid (padding) needs the mask, which costs a pass
@@ -143,10 +199,10 @@ def local_scan(state: ScanState, rows, row_groups, queries, query_ids, query_gro
                                             functools.partial(shortlist, mask=False), s)
         bound = jnp.maximum(bound, dropped[None])
         keys, idx = merge_running((keys[0], idx[0]), (values, first + pos), cfg.keep)
-        return ScanState(keys[None], idx[None], bound, bad, sq_range)
+        return ScanState(keys[None], idx[None], bound, bad, sq_range, count, group_count)
 
-    n_blocks = rows.shape[0] // cfg.block
-    return lax.fori_loop(0, n_blocks, body, ScanState(keys, idx, bound, bad, sq_range))
+    n_blocks = n_rows // cfg.block
+    return lax.fori_loop(0, n_blocks, body, ScanState(keys, idx, bound, bad, sq_range, count, group_count))
 
 
 def row_scale(sq: jnp.ndarray) -> jnp.ndarray:
@@ -157,10 +213,10 @@ def row_scale(sq: jnp.ndarray) -> jnp.ndarray:
 @functools.lru_cache(maxsize=64)
 def scan_step(mesh: Mesh, cfg: ScanConfig):
     """Jitted ``shard_map`` of :func:`local_scan`: state and rows sharded over ``data``."""
-    state_spec = ScanState(*(P("data"),) * 5)
+    state_spec = ScanState(*(P("data"),) * len(ScanState._fields))
     fn = jax.shard_map(
         functools.partial(local_scan, cfg=cfg), mesh=mesh,
-        in_specs=(state_spec, P("data", None), P("data"), P(), P(), P(), P(), P(), P()),
+        in_specs=(state_spec, P("data", None), P("data"), P(), P(), P(), P(), P("data"), P(), P(), P()),
         out_specs=state_spec, check_vma=True)
     return jax.jit(fn)
 
@@ -245,6 +301,14 @@ class ScanResult:
     bound: np.ndarray      # [n_data, Q] largest key dropped by a block's own selection
     bad_row: int           # lowest index of a candidate row with NaN/inf, or -1
     sq_range: tuple[float, float]  # (min, max) squared L2 norm of the scored rows
+    count: np.ndarray      # [n_data, Q] keys >= threshold (threshold scans; else zeros)
+    group_count: np.ndarray  # [n_data, Q] most groups of one block holding such keys
+
+    def rows(self, sl) -> ScanResult:
+        """The result for the queries ``sl`` (a slice or index array) only."""
+        return dataclasses.replace(self, keys=self.keys[:, sl], indices=self.indices[:, sl],
+                                   bound=self.bound[:, sl], count=self.count[:, sl],
+                                   group_count=self.group_count[:, sl])
 
 
 def _initial_state(mesh: Mesh, q: int, keep: int):
@@ -252,16 +316,18 @@ def _initial_state(mesh: Mesh, q: int, keep: int):
     host = ScanState(
         np.full((n_data, q, keep), -np.inf, np.float32), np.full((n_data, q, keep), -1, np.int32),
         np.full((n_data, q), -np.inf, np.float32), np.full(n_data, INT_MAX, np.int32),
-        np.tile(np.array([[np.inf, 0.0]], np.float32), (n_data, 1)))
+        np.tile(np.array([[np.inf, 0.0]], np.float32), (n_data, 1)),
+        np.zeros((n_data, q), np.int32), np.zeros((n_data, q), np.int32))
     return ScanState(*(jax.device_put(a, batch_sharding(mesh, a.ndim)) for a in host))
 
 
-def _query_args(mesh: Mesh, queries, query_ids, query_groups):
+def _query_args(mesh: Mesh, queries, query_ids, query_groups, thresholds):
     rep = replicated(mesh)
     q = queries.shape[0]
     ids = np.full(q, -1, np.int32) if query_ids is None else query_ids
     groups = np.zeros(q, np.int32) if query_groups is None else query_groups
-    return tuple(jax.device_put(a, rep) for a in (queries, ids, groups))
+    limits = np.full(q, -np.inf, np.float32) if thresholds is None else thresholds
+    return tuple(jax.device_put(a, rep) for a in (queries, ids, groups, limits))
 
 
 def _scalar(mesh: Mesh, value: int):
@@ -269,81 +335,131 @@ def _scalar(mesh: Mesh, value: int):
 
 
 def _finish(state: ScanState) -> ScanResult:
-    keys, idx, bound, bad, sq = fetch(tuple(state))  # gathered from every process when sharded across them
+    # gathered from every process when sharded across them
+    keys, idx, bound, bad, sq, count, group_count = fetch(tuple(state))
     bad_row = int(bad.min())
     return ScanResult(keys, idx, bound, -1 if bad_row == INT_MAX else bad_row,
-                      (float(sq[:, 0].min()), float(sq[:, 1].max())))
+                      (float(sq[:, 0].min()), float(sq[:, 1].max())), count, group_count)
 
 
-def scan_pool(pool: ShardedPool, queries: np.ndarray, query_ids, query_groups, cfg: ScanConfig) -> ScanResult:
+def scan_pool(pool: ShardedPool, queries: np.ndarray, query_ids, query_groups, thresholds,
+              cfg: ScanConfig) -> ScanResult:
     """One pass of ``queries [Q, D]`` over a resident pool (a single jitted call)."""
     mesh = pool.mesh
     step = scan_step(mesh, cfg)
+    vec = batch_sharding(mesh, 1)
     groups = pool.groups
     if groups is None:
-        groups = jax.device_put(np.zeros(mesh.shape["data"], np.int32), batch_sharding(mesh, 1))
+        groups = jax.device_put(np.zeros(mesh.shape["data"], np.int32), vec)
+    leads = jax.device_put(np.zeros(mesh.shape["data"], np.int32), vec)
     state = step(_initial_state(mesh, queries.shape[0], cfg.keep), pool.rows, groups,
-                 *_query_args(mesh, queries, query_ids, query_groups),
+                 *_query_args(mesh, queries, query_ids, query_groups, thresholds), leads,
                  _scalar(mesh, 0), _scalar(mesh, pool.per_device), _scalar(mesh, pool.n))
     return _finish(state)
 
 
-def chunk_spans(n: int, slab: int, chunk_rows: int, in_place: bool) -> list[tuple[int, int, int]]:
-    """``(start, stop, padded_rows)`` host chunks covering rows ``[0, n)``; ``padded_rows`` is a
-    multiple of ``slab`` (devices x block). ``in_place`` (rows usable without a copy): one chunk of
-    all whole slabs plus a padded tail, i.e. at most two device calls and two compiled shapes.
-    Otherwise chunks of ``chunk_rows`` (rounded to slabs), the last one padded to the same shape."""
-    if in_place:
-        bulk = n // slab * slab
-        spans = [(0, bulk, bulk)] if bulk else []
-        return spans + ([(bulk, n, round_up(n - bulk, slab))] if n > bulk else [])
-    chunk = min(max(1, round(chunk_rows / slab)), -(-n // slab)) * slab
-    return [(start, min(start + chunk, n), chunk) for start in range(0, n, chunk)]
+@dataclasses.dataclass(frozen=True)
+class Span:
+    """One device call of a host scan: rows ``[start, stop)``, device ``d`` holding rows
+    ``start + d * stride + [0, stride)`` (zero rows past ``stop``) scanned ``block`` at a time;
+    ``in_place``: handed over as views of the source array (:func:`npy_rows.flat_views`), else
+    copied (:func:`npy_rows.read_flat`)."""
+
+    start: int
+    stop: int
+    stride: int
+    block: int
+    in_place: bool
 
 
-def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups,
-                candidate_groups: np.ndarray | None, cfg: ScanConfig, spans: list[tuple[int, int, int]],
+def plan_spans(n: int, n_data: int, block: int, chunk_rows: int, array=None) -> list[Span]:
+    """The device calls covering rows ``[0, n)`` in order.
+
+    ``array`` given and usable in place (:func:`npy_rows.in_place_ok`): one call per slab
+    (``n_data * block`` rows) of views, every slab whose segments fit inside the array
+    (:func:`npy_rows.view_fits`; the first slab is copied when the data is not 64-byte aligned,
+    its segment would start before the array). Otherwise copies in chunks of ``chunk_rows``
+    (rounded to slabs). Whole slabs left over go one per call; the last partial slab gets a
+    block of its own size (:func:`tail_block`), so at most ``n_data * 16 - 1`` padding rows are
+    scanned, and every call shape (one per kind of span) is independent of ``n`` except the last.
+    """
+    slab = n_data * block
+    spans, at = [], 0
+    if array is not None and in_place_ok(array):
+        while at + slab <= n:
+            fits = all(view_fits(array, at + d * block, block) for d in (0, n_data - 1))
+            if not fits and at > 0:
+                break
+            spans.append(Span(at, at + slab, block, block, fits))
+            at += slab
+    else:
+        chunk = max(1, round(chunk_rows / slab)) * slab
+        while at + chunk <= n and chunk > slab:
+            spans.append(Span(at, at + chunk, chunk // n_data, block, False))
+            at += chunk
+    while at + slab <= n:
+        spans.append(Span(at, at + slab, block, block, False))
+        at += slab
+    if at < n:
+        tail = tail_block(n - at, n_data, block)
+        spans.append(Span(at, n, tail, tail, False))
+    return spans
+
+
+def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups, thresholds,
+                candidate_groups: np.ndarray | None, cfg: ScanConfig, spans: list[Span],
                 prefetch_depth: int = 2, progress: Callable[[int], None] | None = None) -> ScanResult:
-    """One pass of ``queries`` over host rows (array or ``NpyRows``) in the chunks ``spans``.
+    """One pass of ``queries`` over host rows (array or ``NpyRows``) in the calls ``spans``.
 
-    A background thread reads the next chunks while the devices work on the current one; at most
-    ``prefetch_depth`` chunks wait on the host and two are in flight on the devices. Chunks that
-    are aligned views of the source are handed to the devices without a copy (CPU). With several
-    processes each reads only the rows of its own devices (its ``data_slot``'s share of every chunk)
-    and the chunk is assembled from the processes' shares.
-    ``progress(rows)`` is called as each chunk's ``rows`` candidates are done.
+    Every call gets flat segments (``cfg.flat_rows``): views of the source for in-place spans
+    (no copy, no host memory), otherwise copies made by a background thread while the devices
+    work on the previous call; at most ``prefetch_depth`` copies wait on the host and two calls
+    are in flight on the devices. ``progress(rows)`` is called as each call's rows are done.
     """
     n = source.shape[0]
     n_data = mesh.shape["data"]
+    flat_sharding = batch_sharding(mesh, 2)
     vec_sharding = batch_sharding(mesh, 1)
-    slot = data_slot(mesh) if process_count() > 1 else None
-    step = scan_step(mesh, cfg)
     dummy_groups = jax.device_put(np.zeros(n_data, np.int32), vec_sharding)
+    zero_leads = np.zeros(n_data, np.int32)
 
-    def chunks():
-        for start, stop, rows_padded in spans:
-            share = rows_padded if slot is None else rows_padded // slot.count
-            lo = start + (0 if slot is None else slot.index * share)
-            first, last = min(lo, stop), min(lo + share, stop)
-            rows = read_rows(source, first, last, rows=share)
-            groups = None if candidate_groups is None else pad_rows(candidate_groups[first:last], share)
-            yield start, rows_padded, rows, groups
+    def calls():
+        for span in spans:
+            firsts = [span.start + d * span.stride for d in range(n_data)]
+            if span.in_place:
+                views, leads = flat_views(source, firsts, span.stride)
+            else:
+                views, leads = read_flat(source, firsts, span.stride, span.stop), zero_leads
+            groups = (None if candidate_groups is None
+                      else pad_rows(candidate_groups[span.start:span.stop], n_data * span.stride))
+            yield span, views, leads, groups
 
-    query_args = _query_args(mesh, queries, query_ids, query_groups)
+    query_args = _query_args(mesh, queries, query_ids, query_groups, thresholds)
     n_arg = _scalar(mesh, n)
     state = _initial_state(mesh, queries.shape[0], cfg.keep)
     in_flight = []
-    for start, rows_padded, rows, groups in prefetch(chunks(), prefetch_depth):
-        rows_dev = put_batch(rows, mesh, slot)
-        groups_dev = dummy_groups if groups is None else put_batch(groups, mesh, slot)
-        state = step(state, rows_dev, groups_dev, *query_args, _scalar(mesh, start),
-                     _scalar(mesh, rows_padded // n_data), n_arg)
-        in_flight.append((state.bad, min(rows_padded, n - start)))
+    for span, views, leads, groups in prefetch(calls(), prefetch_depth):
+        rows_dev = _segments_array(views, flat_sharding)
+        # groups and leads: the same host array on every process, each transfers its own share
+        groups_dev = dummy_groups if groups is None else put_global_batch(groups, mesh)
+        step = scan_step(mesh, dataclasses.replace(cfg, block=span.block, flat_rows=span.stride))
+        state = step(state, rows_dev, groups_dev, *query_args, put_global_batch(leads, mesh),
+                     _scalar(mesh, span.start), _scalar(mesh, span.stride), n_arg)
+        in_flight.append((state.bad, span.stop - span.start))
         if len(in_flight) > 2:
             _wait(in_flight.pop(0), progress)
     for item in in_flight:
         _wait(item, progress)
     return _finish(state)
+
+
+def _segments_array(views, sharding) -> jax.Array:
+    """``[n_data, width]`` array sharded over ``data`` whose device ``d`` holds ``views[d]``; each
+    is put on its device explicitly (on CPU, an aligned view is wrapped without a copy)."""
+    shape = (len(views), views[0].shape[-1])
+    arrays = [jax.device_put(views[index[0].start or 0][None], device)
+              for device, index in sharding.addressable_devices_indices_map(shape).items()]
+    return jax.make_array_from_single_device_arrays(shape, sharding, arrays)
 
 
 def _wait(item, progress: Callable[[int], None] | None) -> None:

@@ -4,7 +4,20 @@ import numpy as np
 import pytest
 
 from stylebench_jax.errors import UserInputError
-from stylebench_jax.kernels.npy_rows import NpyRows, is_aligned, prefetch, read_rows, row_source, take_rows
+from stylebench_jax.kernels.npy_rows import (
+    NpyRows,
+    aligned_empty,
+    flat_views,
+    flat_width,
+    in_place_ok,
+    is_aligned,
+    prefetch,
+    read_flat,
+    read_rows,
+    row_source,
+    take_rows,
+    view_fits,
+)
 
 
 def test_blocks_equal_the_array_and_are_aligned(tmp_path):
@@ -72,3 +85,34 @@ def test_prefetch_passes_items_and_errors_through():
         for item in prefetch(broken()):
             got.append(item)
     assert got == [1]
+
+
+@pytest.mark.parametrize("shift", [0, 4, 12, 16, 32, 48, 60])
+def test_flat_views_are_aligned_zero_copy_views(tmp_path, shift):
+    """The top-k scan's in-place path: a view per device, starting at the 64-byte boundary at or
+    before its first row, holds the rows ``lead`` elements in, and XLA wraps it without a copy."""
+    import jax
+
+    raw = aligned_empty((40 * 7 + 16,))
+    x = raw[shift // 4: shift // 4 + 40 * 7].reshape(40, 7)
+    x[:] = np.arange(x.size, dtype=np.float32).reshape(40, 7)
+    assert in_place_ok(x) and x.ctypes.data % 64 == shift
+    firsts = [3, 11, 19]
+    views, leads = flat_views(x, firsts, 8)
+    for view, lead, first in zip(views, leads, firsts):
+        assert np.shares_memory(view, x) and view.ctypes.data % 64 == 0 and 0 <= lead < 16
+        assert view.size == flat_width(8, 7) and flat_width(8, 7) % 16 == 0
+        np.testing.assert_array_equal(view[lead:lead + 56].reshape(8, 7), x[first:first + 8])
+        assert jax.device_put(view).unsafe_buffer_pointer() == view.ctypes.data  # no copy
+    assert view_fits(x, 0, 8) == (shift == 0)  # a lead before row 0 would leave the array
+    assert not view_fits(x, 33, 7)  # the slack after the rows would run past the end
+    with pytest.raises(ValueError, match="cannot be viewed in place"):
+        flat_views(x, [38], 2)
+    np.save(tmp_path / "x.npy", x)
+    for source in (x, NpyRows(tmp_path / "x.npy")):
+        copied = read_flat(source, [30, 38], 4, 40)
+        assert copied.shape == (2, flat_width(4, 7)) and is_aligned(copied)
+        np.testing.assert_array_equal(copied[0, :28].reshape(4, 7), x[30:34])
+        np.testing.assert_array_equal(copied[1, :14].reshape(2, 7), x[38:40])
+        assert not copied[1, 14:].any()
+    assert not in_place_ok(x[:, ::2]) and not in_place_ok(x.astype(np.float64))

@@ -6,7 +6,7 @@ import pytest
 from kernel_helpers import dyadic, meshes, unit_rows
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from stylebench_jax.kernels import all_pairs_auroc_eer, pairs_auroc_eer
+from stylebench_jax.kernels import all_pairs_auroc_eer, pair_scores, pairs_auroc_eer
 from stylebench_jax.kernels.pair_scores import float_keys
 from stylebench_jax.metrics.roc import auroc_eer, exact_dot
 from stylebench_jax.parallel import make_mesh
@@ -85,13 +85,18 @@ def test_every_level_split_is_exact(level_bits):
     assert ours.level_bits == level_bits
 
 
-def test_several_fine_passes_give_the_same_answer():
+def test_several_fine_passes_give_the_same_answer(monkeypatch):
+    """Passes folded one by one (small budget), and several jitted calls summed per pass."""
     rng = np.random.default_rng(3)
     x, labels = clustered(rng, 700, 16, 7)
     one = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"])
     many = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=1 << 16)
     assert many.passes > 2
     assert (many.auroc, many.eer) == (one.auroc, one.eer)
+    monkeypatch.setattr(pair_scores, "MAX_COUNTS_PER_CALL", 3 * 128 * 128)  # 3 tiles per call: 7 calls
+    split = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=1 << 16)
+    assert (split.auroc, split.eer) == (one.auroc, one.eer)
+    assert split.passes > many.passes  # the running total counts against the budget too
 
 
 def test_string_labels_and_errors():

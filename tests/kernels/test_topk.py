@@ -7,9 +7,10 @@ import pytest
 from kernel_helpers import assert_topk_equal, dyadic, meshes, unit_rows
 
 from stylebench_jax.kernels import NonFiniteRowError, shard_pool, topk_cosine
+from stylebench_jax.kernels import topk as topk_module
 from stylebench_jax.kernels.blockwise import block_shortlist, merge_running, pick_group_size
-from stylebench_jax.kernels.npy_rows import aligned_empty, is_aligned
-from stylebench_jax.kernels.scan import chunk_spans
+from stylebench_jax.kernels.npy_rows import aligned_empty
+from stylebench_jax.kernels.scan import Span, plan_spans
 
 
 @pytest.mark.parametrize("n", [1, 5, 8, 9, 37])
@@ -53,22 +54,52 @@ def test_random_unit_vectors_many_blocks(mesh, q_rows):
     assert_topk_equal(result, q, c, 10, exact=False)
 
 
-def test_same_answer_for_every_layout():
-    """Mesh, block size, chunking, resident pool, .npy path and memmap: identical bits."""
+def misaligned(c: np.ndarray, shift_bytes: int) -> np.ndarray:
+    """A C-contiguous copy of ``c`` whose data starts ``shift_bytes`` past a 64-byte boundary."""
+    raw = aligned_empty((c.size + 16,))
+    out = raw[shift_bytes // 4: shift_bytes // 4 + c.size].reshape(c.shape)
+    out[:] = c
+    assert out.ctypes.data % 64 == shift_bytes
+    return out
+
+
+def test_plan_spans_in_place_copies_and_tail():
+    """Aligned: every whole slab in place (one call each), the tail alone with its own block;
+    misaligned: the first slab is copied (its view would start before the data); files: chunks."""
+    c = np.zeros((301, 8), np.float32)
+    aligned, shifted = misaligned(c, 0), misaligned(c, 16)
+    spans = plan_spans(301, 2, 8, 64, aligned)
+    assert [(s.start, s.stop, s.stride, s.block, s.in_place) for s in spans[:2]] == [
+        (0, 16, 8, 8, True), (16, 32, 8, 8, True)]
+    assert all(s.in_place for s in spans[:-1]) and spans[-1] == Span(288, 301, 8, 8, False)
+    spans = plan_spans(301, 2, 8, 64, shifted)
+    assert not spans[0].in_place and all(s.in_place for s in spans[1:-1]) and len(spans) == 19
+    spans = plan_spans(301, 2, 8, 64, None)  # copies: 4-slab chunks, then one slab, then the tail
+    assert [(s.start, s.stride) for s in spans] == [(0, 32), (64, 32), (128, 32), (192, 32), (256, 8),
+                                                    (272, 8), (288, 8)]
+    assert plan_spans(5, 8, 8, 64, aligned)[0] == Span(0, 5, 8, 8, False)  # smaller than one slab
+
+
+def test_same_answer_for_every_layout(tmp_path):
+    """Mesh, block size, chunking, resident pool, .npy path, and arrays used in place at every
+    alignment (or copied when not contiguous): identical bits."""
     rng = np.random.default_rng(2)
     c, q = dyadic(rng, (301, 8), levels=3), dyadic(rng, (9, 8), levels=3)
-    aligned = aligned_empty(c.shape)
-    aligned[:] = c
-    assert is_aligned(aligned) and chunk_spans(301, 16, 64, True) == [(0, 288, 288), (288, 301, 16)]
+    np.save(tmp_path / "c.npy", c)
+    sources = {f"shift{shift}": misaligned(c, shift) for shift in (0, 4, 16, 32, 48)}
+    sources["strided"] = np.repeat(c, 2, axis=1)[:, ::2]
+    sources["path"] = tmp_path / "c.npy"
     first = None
     for name, mesh in meshes().items():
         for block, chunk in [(8, 8), (16, 1000), (512, 512)]:
             got = topk_cosine(q, c, 12, mesh=mesh, block_size=block, chunk_rows=chunk)
             pool = topk_cosine(q, shard_pool(c, mesh, block_size=block), 12)
             np.testing.assert_array_equal(pool.indices, got.indices)
-            with jax.transfer_guard("disallow"):  # in place: whole slabs + padded tail, no copy
-                in_place = topk_cosine(q, aligned, 12, mesh=mesh, block_size=block, chunk_rows=chunk)
-            np.testing.assert_array_equal(in_place.indices, got.indices)
+            for label, source in sources.items():
+                with jax.transfer_guard("disallow"):
+                    other = topk_cosine(q, source, 12, mesh=mesh, block_size=block, chunk_rows=chunk)
+                np.testing.assert_array_equal(other.indices, got.indices, err_msg=f"{name} {label}")
+                np.testing.assert_array_equal(other.scores, got.scores, err_msg=f"{name} {label}")
             if first is None:
                 first = got
             np.testing.assert_array_equal(got.indices, first.indices, err_msg=f"{name} {block} {chunk}")
@@ -190,18 +221,27 @@ def test_bfloat16_is_exact_on_representable_inputs(mesh):
     assert_topk_equal(result, q, c, 10)
 
 
-@pytest.mark.parametrize("shortlist", [None, 10])
-def test_bfloat16_certificate_and_float32_recheck(mesh, shortlist):
+@pytest.mark.parametrize("shortlist,max_grown", [(None, None), (10, None), (10, 1)])
+def test_bfloat16_certificate_grown_shortlist_and_float32_recheck(mesh, shortlist, max_grown, monkeypatch):
     """Unit vectors in D=256 have top scores closer together than the bfloat16 margin, so a
-    shortlist of exactly k cannot be certified and those queries are searched again in float32."""
+    shortlist of exactly k cannot be certified: those queries get a grown shortlist (second
+    bfloat16 pass keeping every key above the threshold), and only when that would need more than
+    ``MAX_GROWN_KEEP`` entries are they searched again in float32. Same indices either way."""
+    if max_grown is not None:
+        monkeypatch.setattr(topk_module, "MAX_GROWN_KEEP", max_grown)
     rng = np.random.default_rng(8)
-    c, q = unit_rows(rng, (1500, 256)), unit_rows(rng, (12, 256))
+    q = unit_rows(rng, (12, 256))
+    near = q[0] + 1e-4 * rng.standard_normal((200, 256)).astype(np.float32)  # all within eps of q[0]
+    c = np.concatenate([unit_rows(rng, (1500, 256)), near])
     result = topk_cosine(q, c, 10, mesh=mesh, block_size=64, chunk_rows=512, precision="bfloat16",
                          shortlist=shortlist)
     exact = topk_cosine(q, c, 10, mesh=mesh, block_size=64, chunk_rows=512)
     assert_topk_equal(result, q, c, 10, exact=False)
     np.testing.assert_array_equal(result.indices, exact.indices)
-    if shortlist == 10:
+    assert result.precision == "bfloat16"
+    if shortlist == 10 and max_grown is None:
+        assert result.n_grown > 0 and result.n_recomputed == 0
+    if max_grown is not None:
         assert result.n_recomputed > 0
 
 
