@@ -14,7 +14,10 @@ Nothing in ``stylebench_jax`` imports this module.
 
 from __future__ import annotations
 
+import csv
 import itertools
+import os
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -118,3 +121,181 @@ def order_alignment_evaluate(embeddings, labels):
     both = last + first
     return {"acc_mean": float(np.mean(plain)) if plain else 0.0,
             "distractor_acc_mean": float(np.mean(both)) if both else 0.0}
+
+
+# ------------------------------------------------------------------------------------- steb/loaders/stel.py
+# steb/loaders/stel.py @ 4defec1c3f47dc591869ef244a6eec637b888b36 (the same parsing as
+# steb/steb_datasets/STEL/loader.py @ 025425906a672014641be1f638eb6df8f55beb52)
+
+
+def parse_id_component(component, style_type):
+    """``parse_id_component``: ``(base id, 0 = most style / 1 = least style)`` or None."""
+    component = component.lower().strip()
+    if style_type == "formality":
+        if component.startswith("f-"):
+            return (component[2:], 0)
+        elif component.startswith("i-"):
+            return (component[2:], 1)
+    elif style_type == "simplicity":
+        if component.startswith("s-"):
+            return (component[2:], 0)
+        elif component.startswith("x-") or component.startswith("c-"):
+            return (component[2:], 1)
+    elif style_type == "contraction":
+        if "ction-" in component:
+            found = re.search(r"ction-(.+)", component)
+            if found:
+                return (found.group(1), 0)
+        elif component.startswith("wiki-"):
+            return (component[5:], 1)
+    elif style_type == "emotives":
+        if component.startswith("emote"):
+            return (component[5:], 0)
+        elif component.startswith("emoji"):
+            return (component[5:], 1)
+    elif "substitution" in style_type:
+        if component.startswith("leet-"):
+            return (component[5:], 0)
+        elif component.startswith("norm-"):
+            return (component[5:], 1)
+    return None
+
+
+def split_id_components(id_part, style_type):
+    """``split_id_components``: the two components of one half of an ID."""
+    id_part = id_part.lower().strip()
+    if style_type == "formality":
+        prefixes, delimiter = ["i", "f"], "-"
+    elif style_type == "simplicity":
+        prefixes, delimiter = ["s", "c", "x"], "-"
+    elif style_type == "contraction":
+        if "ction-" in id_part and "wiki-" in id_part:
+            ction_at = id_part.find("ction-")
+            wiki_at = id_part.find("wiki-")
+            if ction_at < wiki_at:
+                return [id_part[ction_at:wiki_at].rstrip("-"), id_part[wiki_at:]]
+            return [id_part[wiki_at:ction_at].rstrip("-"), id_part[ction_at:]]
+        return []
+    elif style_type == "emotives":
+        prefixes, delimiter = ["emote", "emoji"], None
+    elif "substitution" in style_type:
+        prefixes, delimiter = ["leet", "norm"], "-"
+    else:
+        return []
+    if style_type == "emotives":
+        positions = []
+        for prefix in prefixes:
+            at = id_part.find(prefix)
+            if at >= 0:
+                positions.append((at, prefix))
+        positions.sort()
+        components = []
+        for k, (at, _) in enumerate(positions):
+            end = positions[k + 1][0] if k < len(positions) - 1 else len(id_part)
+            components.append(id_part[at:end].strip("-").strip("_"))
+        return components
+    components, current = [], []
+    for part in id_part.split(delimiter):
+        part = part.strip()
+        if not part:
+            continue
+        starts_new = any(part.startswith(prefix) for prefix in prefixes)
+        if starts_new and current:
+            components.append(delimiter.join(current))
+            current = [part]
+        elif starts_new:
+            current = [part]
+        else:
+            current.append(part)
+    if current:
+        components.append(delimiter.join(current))
+    return components
+
+
+def parse_stel_id(id_str):
+    """``parse_stel_id``: ``(anchor ids, alternative ids)`` of ``QQ_<a>_<b>--<n>``."""
+    id_str = id_str.strip()
+    if not id_str:
+        return None
+    found = re.match(r"QQ_([^_]+)_([^_]+)", id_str)
+    if not found:
+        return None
+    return found.group(1), found.group(2)
+
+
+def extract_pairs_from_row(row, style_type):
+    """``extract_pairs_from_row``: the anchor pair then the alternative pair, (most, least) each."""
+    pairs = []
+    anchor1 = row.get("Anchor 1", "").strip()
+    anchor2 = row.get("Anchor 2", "").strip()
+    alt11 = row.get("Alternative 1.1", "").strip()
+    alt12 = row.get("Alternative 1.2", "").strip()
+    id_str = row.get("ID", "").strip()
+    if not id_str or not all([anchor1, anchor2, alt11, alt12]):
+        return pairs
+    parsed = parse_stel_id(id_str)
+    if not parsed:
+        return pairs
+    anchor_ids, alt_ids = parsed
+    for ids, first, second in ((anchor_ids, anchor1, anchor2), (alt_ids, alt11, alt12)):
+        components = split_id_components(ids, style_type)
+        if len(components) == 2:
+            one = parse_id_component(components[0], style_type)
+            two = parse_id_component(components[1], style_type)
+            if one and two:
+                pairs.append((first, second) if one[1] == 0 else (second, first))
+    return pairs
+
+
+def load_stel_records(stel_dir):
+    """``load_stel`` without the group filter: records ``{"text": [most, least], "label": type}`` from
+    every TSV in ``characteristics/`` and ``dimensions/`` (``os.listdir`` order), de-duplicated per type."""
+    tsv_files = []
+    for subdir in ["characteristics", "dimensions"]:
+        folder = os.path.join(stel_dir, subdir)
+        if os.path.exists(folder):
+            for name in os.listdir(folder):
+                if name.endswith(".tsv"):
+                    tsv_files.append(os.path.join(folder, name))
+    records = []
+    seen = defaultdict(set)
+    for path in tsv_files:
+        with open(path, encoding="utf-8") as handle:
+            for row in csv.DictReader(handle, delimiter="\t"):
+                style_type = row.get("style type", "").strip().lower()
+                if not style_type:
+                    continue
+                if "em-subj-pronoun" in style_type or "em_subj_pronoun" in style_type:
+                    continue
+                for most, least in extract_pairs_from_row(row, style_type):
+                    if most and least:
+                        key = (most.strip(), least.strip())
+                        if key not in seen[style_type]:
+                            seen[style_type].add(key)
+                            records.append({"text": [most, least], "label": style_type})
+    return records
+
+
+# ---------------------------------------------------------------------------------- steb/dataset_loader.py
+# steb/dataset_loader.py @ 0546080063936e59fe33162348e1bd55ea74519d (``DatasetLoader.load`` after the
+# records are read; ``get_valid_labels``)
+
+
+def select_records(records, episode_size, n_episodes_per_class):
+    """Labels with at least ``N = episode_size * n_episodes_per_class`` records, the first ``N`` of each
+    (``episode_size == -1``: ``N = 1`` for validity and every record kept)."""
+    n = 1 if episode_size == -1 else episode_size * n_episodes_per_class
+    counts = defaultdict(int)
+    for record in records:
+        counts[record["label"]] += 1
+    valid = [label for label, count in counts.items() if count >= n]
+    dataset = defaultdict(list)
+    for record in records:
+        if record["label"] not in valid:
+            continue
+        elif episode_size != -1 and len(dataset[record["label"]]) >= n:
+            continue
+        dataset[record["label"]].append(record["text"])
+    if episode_size != -1:
+        dataset = {k: v for k, v in dataset.items() if len(v) == n}
+    return dict(dataset)
