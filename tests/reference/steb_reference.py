@@ -299,3 +299,73 @@ def select_records(records, episode_size, n_episodes_per_class):
     if episode_size != -1:
         dataset = {k: v for k, v in dataset.items() if len(v) == n}
     return dict(dataset)
+
+
+# ---------------------------------------------------------------------- steb/core.py, episodes and pooling
+# steb/core.py @ 0f9c58341e5ede575fd81f0e490ee2fe9f57eefe (``extract_features``) with the pooling of
+# steb/models/hf_model.py @ 40a6b8eefd9db376dbb6a01244affd8507e84edc (``embed_multiple``: the mean of
+# the episode's per-text vectors). ``embed_texts(texts) -> [n, D] float32`` stands in for the model.
+
+
+def extract_features(dataset, episode_size, embed_texts):
+    """``(X, y)``: per label its episodes (``-1``: one with every sequence; else consecutive chunks of
+    ``episode_size``), each organised by position; every position's texts embedded and averaged."""
+    episodes_by_label = {}
+    for label, text_list in dataset.items():
+        seq_len = len(text_list[0])
+        if episode_size == -1:
+            episodes_by_label[label] = [[[seq[pos] for seq in text_list] for pos in range(seq_len)]]
+        else:
+            episodes_by_label[label] = [
+                [[seq[pos] for seq in text_list[i:i + episode_size]] for pos in range(seq_len)]
+                for i in range(0, len(text_list), episode_size)]
+    all_episodes = [episode for _, episodes in episodes_by_label.items() for episode in episodes]
+    y = [label for label, episodes in episodes_by_label.items() for _ in episodes]
+    num_positions = len(all_episodes[0])
+    flat = [position for episode in all_episodes for position in episode]
+    lengths = [len(x) for x in flat]
+    texts = [text for episode in flat for text in episode]
+    per_text = np.asarray(embed_texts(texts), dtype=np.float32)
+    pooled, start = [], 0
+    for length in lengths:
+        pooled.append(per_text[start:start + length].mean(axis=0, keepdims=True))
+        start += length
+    x_flat = np.concatenate(pooled, axis=0)
+    x = [x_flat[i:i + num_positions] for i in range(0, len(x_flat), num_positions)]
+    return x, y
+
+
+# ------------------------------------------------------------------------------- steb/tasks/retrieval.py
+# steb/tasks/retrieval.py @ 022c32bccb6ec02fbad33c906c322a93654a6f46 (``RetrievalTask.evaluate``)
+
+
+def retrieval_evaluate(embeddings, labels):
+    """Split ``"<int>_query"`` / ``"<int>_target"`` rows, keep labels present on both sides, then
+    :func:`calculate_retrieval_metrics`."""
+    embeddings = l2_normalize(embeddings)
+    queries, targets, query_labels, target_labels = [], [], [], []
+    for ii, label in enumerate(labels):
+        if "_query" in label:
+            queries.append(embeddings[ii])
+            query_labels.append(int(label.split("_query")[0]))
+        elif "_target" in label:
+            targets.append(embeddings[ii])
+            target_labels.append(int(label.split("_target")[0]))
+    queries = np.concatenate(queries, axis=0)
+    targets = np.concatenate(targets, axis=0)
+    query_labels = np.array(query_labels)
+    target_labels = np.array(target_labels)
+    common = np.intersect1d(query_labels, target_labels)
+    keep = np.isin(query_labels, common)
+    queries, query_labels = queries[keep], query_labels[keep]
+    keep = np.isin(target_labels, common)
+    targets, target_labels = targets[keep], target_labels[keep]
+    return calculate_retrieval_metrics(queries, targets, query_labels, target_labels)
+
+
+def retrieval_records(query_labels, target_labels):
+    """Records as ``steb/loaders/retrieval.py`` @ 729ac2e makes them (``"<label>_query"`` /
+    ``"<label>_target"``), the text being its row index on its side (``("q", i)`` / ``("t", i)``)."""
+    records = [{"text": [("q", i)], "label": f"{label}_query"} for i, label in enumerate(query_labels)]
+    records += [{"text": [("t", i)], "label": f"{label}_target"} for i, label in enumerate(target_labels)]
+    return records
