@@ -369,3 +369,47 @@ def retrieval_records(query_labels, target_labels):
     records = [{"text": [("q", i)], "label": f"{label}_query"} for i, label in enumerate(query_labels)]
     records += [{"text": [("t", i)], "label": f"{label}_target"} for i, label in enumerate(target_labels)]
     return records
+
+
+# --------------------------------------------------------------- scripts/probing/split_probing_datasets.py
+# scripts/probing/split_probing_datasets.py @ 489a3d18640f634e49f192b2792c98510c7b4259 (``main``'s loop
+# body for one feature column; ``df`` index = row position; draws from the global ``np.random``)
+
+
+def split_probing_feature(values, num_bins=5, total_data=38_400, train_p=0.8, val_p=0.1):
+    """``(labels, splits)`` lists for one feature: qcut codes (``None`` for rows not kept) and
+    ``"train"`` / ``"val"`` / ``"test"``."""
+    import pandas as pd
+
+    column = pd.Series(np.asarray(values, dtype=np.float64))
+    _, bins = pd.qcut(column, q=num_bins, duplicates="drop", retbins=True)
+    num_labels = len(bins) - 1
+    temp_labels = pd.qcut(column, q=num_bins, duplicates="drop", labels=[str(i) for i in range(num_labels)])
+    label_counts = temp_labels.value_counts()
+    n_sample = min(label_counts.tolist() + [total_data // num_labels])
+    labels, splits = [None] * len(column), [None] * len(column)
+    for label_val in label_counts.index:
+        bin_indices = column[temp_labels == label_val].index.to_numpy()
+        kept = np.random.choice(bin_indices, size=n_sample, replace=False)
+        np.random.shuffle(kept)
+        train_end = int(train_p * n_sample)
+        val_end = train_end + int(val_p * n_sample)
+        for index in kept:
+            labels[index] = int(label_val)
+        for index in kept[:train_end]:
+            splits[index] = "train"
+        for index in kept[train_end:val_end]:
+            splits[index] = "val"
+        for index in kept[val_end:]:
+            splits[index] = "test"
+    return labels, splits
+
+
+# ------------------------------------------------------------------------------------ steb/tasks/probing.py
+# steb/tasks/probing.py @ 33f37b58724b1b6cfa722b5e7938acda14c43519 (``run_logistic_regression``: the
+# probe of the regularisation ``L2reg[np.argmax(best_scores)]`` is tested)
+
+
+def select_regularisation(best_scores, l2reg=tuple(10 ** t for t in range(-5, -1))):
+    """The strength whose best validation score is highest; the first (weakest) on a tie."""
+    return l2reg[int(np.argmax(best_scores))]
