@@ -9,6 +9,7 @@ from pathlib import Path
 from stylebench_jax.commands.common import (
     add_cache_arguments,
     add_data_root_argument,
+    add_long_text_arguments,
     add_mesh_argument,
     build_mesh,
     check_cache_dir,
@@ -26,9 +27,10 @@ examples:
   stylebench embed --model ./my_model_dir --input texts.txt --output emb.npy --no-cache
 
 Texts longer than the model's token budget are split at sentence boundaries, packed into chunks
-within the budget, embedded chunk by chunk and mean-pooled (--long-text chunk, STEB's protocol), or
-cut at the budget (--long-text truncate). Vectors are cached by (model identity, settings, text):
-a second run on the same input runs no encoder forward pass.
+within the budget, embedded chunk by chunk and mean-pooled (--long-text chunk, ours; --long-text
+steb, STEB's exact settings), or cut at the budget (--long-text truncate / steb-truncate). Vectors
+are cached by (model identity, settings, text): a second run on the same input runs no encoder
+forward pass.
 """
 
 
@@ -43,10 +45,7 @@ def register(subparsers) -> None:
     parser.add_argument("--output", required=True, type=Path, help="output .npy path")
     parser.add_argument("--text-field", default="text", help="JSONL field holding the text (default: text)")
     parser.add_argument("--batch-size", type=int, default=64, help="sequences per batch (default: 64)")
-    parser.add_argument("--max-length", type=int, default=None,
-                        help="token budget per sequence incl. special tokens (default: the model's)")
-    parser.add_argument("--long-text", choices=("chunk", "truncate"), default="chunk",
-                        help="how to embed texts over the budget (default: chunk)")
+    add_long_text_arguments(parser)
     add_mesh_argument(parser)
     add_cache_arguments(parser)
     add_data_root_argument(parser)

@@ -2,8 +2,32 @@
 
 Pipeline for ``embed(texts)``:
 1. tokenise (content ids only, Rust, batched);
-2. long texts: ``chunk`` splits at sentences and packs chunks within the token budget (each chunk
-   embedded, then mean-pooled, STEB App. G) or ``truncate`` cuts at the budget;
+2. long texts (``long_text``, texts over the token budget ``max_length`` minus the special tokens):
+
+   - ``chunk`` (ours, the default): split into sentences (spaCy's rule-based sentencizer), pack
+     consecutive sentences' token ids into chunks within the budget, cut a sentence longer than the
+     budget into budget-sized windows (nothing is lost); embed each chunk, mean-pool the chunk
+     vectors. The budget is the model's own (``max_seq_length`` of sentence_bert_config.json: 256
+     for all-MiniLM-L6-v2, the length it was trained at).
+   - ``truncate``: keep the first ``budget`` tokens.
+   - ``steb``: STEB's chunk-and-pool exactly (§3.4, App. G; github.com/rrivera1849/STEB
+     ``steb/models/chunking.py`` and ``steb/models/hf_model.py`` at 40a6b8e, the generic loader STEB
+     uses for all-MiniLM-L6-v2): the budget is the *tokenizer's* ``model_max_length`` (512 for
+     MiniLM; ``max_position_embeddings`` when the tokenizer sets none; ``max_length`` given caps it,
+     like STEB's ``max_tokens``); sentences from spaCy's ``en_core_web_sm`` parser
+     (``text.sentences.parser_sentences``); sentences are packed greedily by their token counts and a
+     chunk is the sentences joined by a space, tokenised again and *truncated* at the budget (so a
+     sentence longer than the budget loses its tail); the text's vector is the mean of its chunks'
+     vectors. STEB's loader mean-pools token states and applies no Normalize module, so unless
+     ``pooling`` / ``normalize`` are given this mode uses mean pooling and returns the vectors
+     unnormalised (tasks normalise them; STEB's retrieval episodes average them first).
+   - ``steb-truncate``: STEB's truncation protocol (App. F): the same loader settings, each text cut
+     at the budget.
+
+   Why ours is the default: it never drops text (STEB truncates over-long sentences, e.g. lists or
+   poetry without full stops), the rule-based splitter is ~10x faster than the parser, and the model
+   sees chunks as long as the texts it was trained on. Results labelled STEB should be run with
+   ``--long-text steb``;
 3. sort sequences by length and cut into batches of ``batch_size`` rows, each padded to the
    smallest bucket length that fits (``encoders.batching``: a handful of compiled shapes);
 4. run the jitted forward with the batch sharded over the mesh's ``data`` axis and heads/MLP over
@@ -29,10 +53,17 @@ from stylebench_jax.encoders.pooling import POOLING_MODES, SentenceEncoder
 from stylebench_jax.errors import InvalidOption
 from stylebench_jax.parallel import DEFAULT_RULES, batch_sharding, resolve_mesh
 from stylebench_jax.progress import progress_bar
-from stylebench_jax.text.chunking import pack_token_chunks
-from stylebench_jax.text.sentences import split_sentences, splitter_name
+from stylebench_jax.text.chunking import pack_token_chunks, steb_chunks
+from stylebench_jax.text.sentences import (
+    parser_sentences,
+    parser_splitter_name,
+    split_sentences,
+    splitter_name,
+)
 
-LONG_TEXT_MODES = ("chunk", "truncate")
+LONG_TEXT_MODES = ("chunk", "truncate", "steb", "steb-truncate")
+STEB_MODES = ("steb", "steb-truncate")
+_HF_VERY_LARGE = 100_000  # STEB's get_model_max_length: larger tokenizer limits mean "not set"
 MAX_IN_FLIGHT = 2  # forward batches dispatched but not yet collected
 
 
@@ -71,6 +102,11 @@ class FlaxEncoderEmbedder:
         self.model_dir, self.config, self.tokenizer = files.model_dir, files.config, files.tokenizer
         self.weights_digest = files.weights_digest
         defaults = files.defaults
+        if long_text in STEB_MODES:
+            # STEB's generic loader: the tokenizer's limit, mean pooling, no Normalize module
+            defaults = {**defaults, "pooling": "mean", "normalize": False}
+            limit = self.steb_max_length()
+            max_length = limit if max_length is None else min(max_length, limit)
         max_length = max_length or defaults.get("max_length") or self.config.max_tokens
         if not self.tokenizer.n_special < max_length <= self.config.max_tokens:
             raise InvalidOption("max_length", f"expected a value in ({self.tokenizer.n_special}, "
@@ -81,7 +117,7 @@ class FlaxEncoderEmbedder:
             pooling=pooling or defaults.get("pooling", "mean"),
             normalize=defaults.get("normalize", True) if normalize is None else bool(normalize),
             long_text=long_text)
-        if self.settings.pooling == "attention" and defaults.get("pooling") != "attention":
+        if self.settings.pooling == "attention" and files.defaults.get("pooling") != "attention":
             raise InvalidOption("pooling", "attention pooling has learned weights that "
                                            f"{self.model_dir.name} lacks (1_Pooling/model.safetensors); "
                                            "pick mean or cls")
@@ -96,6 +132,15 @@ class FlaxEncoderEmbedder:
         self.params = place_params(files.host_params, self.module, self.mesh, rules)
         self.forward_batches = 0  # number of compiled-forward calls made (tests and profiling read it)
 
+    def steb_max_length(self) -> int:
+        """STEB's ``get_model_max_length``: the tokenizer's ``model_max_length`` when set (and not
+        Hugging Face's "very large" placeholder), else ``max_position_embeddings``; at most what the
+        position table allows (RoBERTa: ``max_position_embeddings - padding_idx - 1``)."""
+        limit = self.tokenizer.model_max_length
+        if limit is None or limit > _HF_VERY_LARGE:
+            limit = self.config.max_position_embeddings
+        return min(int(limit), self.config.max_tokens)
+
     # ----------------------------------------------------------------- identity
     @property
     def name(self) -> str:
@@ -108,7 +153,7 @@ class FlaxEncoderEmbedder:
     @property
     def identity(self) -> str:
         s = self.settings
-        split = splitter_name() if s.long_text == "chunk" else "none"
+        split = {"chunk": splitter_name, "steb": parser_splitter_name}.get(s.long_text, lambda: "none")()
         return (f"flax-bert/{self.model_dir.name}/weights={self.weights_digest}/"
                 f"tokenizer={self.tokenizer.digest}/pool={s.pooling}/norm={int(s.normalize)}/"
                 f"max_length={s.max_length}/long_text={s.long_text}/split={split}/dtype={s.dtype}")
@@ -142,14 +187,18 @@ class FlaxEncoderEmbedder:
             if len(ids) <= budget:
                 sequences.append(self.tokenizer.wrap(ids))
                 owners.append(index)
-            elif self.settings.long_text == "truncate":
+            elif self.settings.long_text in ("truncate", "steb-truncate"):
                 sequences.append(self.tokenizer.wrap(ids[:budget]))
                 owners.append(index)
             else:
                 long_ids.append(index)
         for index in long_ids:
-            sentences = split_sentences(texts[index])
-            chunks = pack_token_chunks(self.tokenizer.content_ids(sentences), budget)
+            if self.settings.long_text == "steb":
+                chunks = [ids[:budget] for ids in self.tokenizer.content_ids(steb_chunks(
+                    texts[index], parser_sentences(texts[index]), self.tokenizer, budget))]
+            else:
+                sentences = split_sentences(texts[index])
+                chunks = pack_token_chunks(self.tokenizer.content_ids(sentences), budget)
             for chunk in chunks:
                 sequences.append(self.tokenizer.wrap(chunk))
                 owners.append(index)

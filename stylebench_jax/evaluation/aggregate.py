@@ -41,6 +41,11 @@ def _operational(rows) -> dict[str, Any]:
         score = operational_score(rows)
     except NotApplicable as reason:
         return {"available": False, "reason": str(reason)}
+    if not score.columns:
+        return {"available": False,
+                "reason": "no unit of this run is part of STEB's operational score (STEL's quadruples, "
+                          "order_quad, are STEL's protocol; STEB reads STEL through its ordered pairs, "
+                          "the order_list units of the stel dataset)"}
     columns = [*score.columns, "overall"]
     return {"available": any(score.table[m] for m in score.models), "columns": columns,
             "table": _table(score.table, score.models, columns),

