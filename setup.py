@@ -18,6 +18,9 @@ INSTALL_REQUIRES = [
     "scikit-learn==1.9.1",
     "safetensors==0.8.0",
     "tokenizers>=0.22,<0.24",  # transformers<5 (the torch extra) caps it at 0.23.0
+    # SentencePiece models (XLM-R's sentencepiece.bpe.model, Llama/Mistral tokenizer.model); ~2 MB wheel
+    # with no dependencies, needed whenever such a checkpoint is embedded, so not an extra.
+    "sentencepiece>=0.2.0,<0.3",
     "PyYAML>=6.0",
     "rapidfuzz>=3.0,<4",  # exact Levenshtein distance (integer results do not depend on the version)
     "tqdm>=4.66",

@@ -9,9 +9,15 @@ Regimes (sentences/second, higher is better):
       `FlaxEncoderEmbedder.embed` (tokenise, length buckets, jitted forward). PyTorch: the
       sentence-transformers recipe (sort by length, batches of 32 padded to the longest member,
       mean pooling, L2 normalisation) under `torch.inference_mode()`.
+  (c) decoder row: a Qwen2-shaped decoder of ~100M parameters (hidden 512, 8 layers, 8 heads / 2 KV
+      heads, MLP 1408, vocabulary 151,936, QKV bias) with transformers' random initialisation, saved once
+      to a temporary directory; `--decoder-texts` real texts truncated at `--decoder-max-length` tokens,
+      last-token pooling. Ours: `FlaxDecoderEmbedder.embed`; PyTorch: `Qwen2Model` with the same recipe as
+      (b). The tokenizer is the tiny byte-level BPE of tests/fixtures/qwen2 (Qwen's own vocabulary
+      cannot be downloaded here), so texts are ~2-3x more tokens than with Qwen's tokenizer.
 Compile time of our jitted programs is reported separately (first call) and excluded from the
 steady-state numbers, as is PyTorch's first-call warm-up. Needs `pip install torch==2.13.0
-"transformers<5"` (the `torch` extra of setup.py).
+"transformers<5"` (the `torch` extra of setup.py). `--rows decoder` runs only (c).
 """
 
 from __future__ import annotations
@@ -128,6 +134,78 @@ def bench_torch(texts, fixed_ids, repeats, batch_size, threads):
             "torch": torch.__version__, "threads": threads}, vectors, fixed_out
 
 
+QWEN2_100M = dict(hidden_size=512, intermediate_size=1408, num_hidden_layers=8, num_attention_heads=8,
+                  num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768,
+                  rope_theta=1000000.0, tie_word_embeddings=True, use_sliding_window=False)
+
+
+def write_qwen2_100m(folder: Path, seed: int) -> int:
+    """Random Qwen2-shaped checkpoint + the fixture tokenizer in ``folder``; returns the parameter count."""
+    import shutil
+
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    model = transformers.Qwen2Model(transformers.Qwen2Config(**QWEN2_100M)).eval()
+    model.save_pretrained(folder, safe_serialization=True)
+    fixture = REPO / "tests" / "fixtures" / "qwen2" / "model"
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
+                 "special_tokens_map.json"):
+        shutil.copy(fixture / name, folder / name)
+    return sum(p.numel() for p in model.parameters())
+
+
+def bench_decoder(texts, args) -> dict:
+    """Regime (c): ours vs PyTorch on the same random Qwen2-shaped checkpoint and texts."""
+    import tempfile
+
+    import jax
+    import torch
+    import transformers
+
+    from stylebench_jax.encoders.neural import FlaxDecoderEmbedder
+    from stylebench_jax.parallel import make_mesh
+
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        n_params = write_qwen2_100m(folder, args.seed)
+        ours = FlaxDecoderEmbedder(folder, mesh=make_mesh("data=1,model=1", devices=jax.devices()[:1]),
+                                   long_text="truncate", max_length=args.decoder_max_length, progress=False,
+                                   batch_size=args.batch_size)
+        start = time.perf_counter()
+        ours_vectors = ours.embed(texts)
+        ours_first = time.perf_counter() - start
+        ours_s = best_of(lambda: ours.embed(texts), args.repeats)
+        model = transformers.Qwen2Model.from_pretrained(folder).eval()
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+
+    def torch_run():
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.empty((len(texts), model.config.hidden_size), np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(texts), args.batch_size):
+                rows = order[start:start + args.batch_size]
+                batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True,
+                                  max_length=args.decoder_max_length, return_tensors="pt")
+                hidden = model(**batch).last_hidden_state  # right padding: positions are arange
+                last = batch["attention_mask"].sum(1) - 1
+                pooled = hidden[torch.arange(len(rows)), last]
+                out[rows] = torch.nn.functional.normalize(pooled, dim=-1).numpy()
+        return out
+
+    torch_vectors = torch_run()
+    torch_s = best_of(torch_run, args.repeats)
+    tokens = sum(len(ids) for ids in ours.tokenizer.content_ids(texts))
+    return {"n_params": n_params, "n_texts": len(texts), "content_tokens": tokens,
+            "max_length": args.decoder_max_length, "ours_s": ours_s, "ours_first_call_s": ours_first,
+            "torch_s": torch_s, "ours_sent_per_s": len(texts) / ours_s,
+            "torch_sent_per_s": len(texts) / torch_s,
+            "ratio": torch_s / ours_s, "min_cosine": float(np.min((ours_vectors * torch_vectors).sum(1))),
+            "programs": ours._forward._cache_size()}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -138,7 +216,28 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "encoder.json")
+    parser.add_argument("--rows", choices=("all", "minilm", "decoder"), default="all")
+    parser.add_argument("--decoder-texts", type=int, default=256)
+    parser.add_argument("--decoder-max-length", type=int, default=128)
     args = parser.parse_args(argv)
+    if args.rows == "decoder":
+        texts = real_texts(args.data_root, args.decoder_texts, args.seed)
+        row = bench_decoder(texts, args)
+        print(f"{'regime':<34} {'ours sent/s':>12} {'torch sent/s':>13} {'ratio':>7} {'min cos':>9}")
+        name = f"(c) Qwen2-shaped {row['n_params'] / 1e6:.0f}M, {len(texts)} texts"
+        print(f"{name:<34} "
+              f"{row['ours_sent_per_s']:>12.1f} {row['torch_sent_per_s']:>13.1f} {row['ratio']:>6.2f}x "
+              f"{row['min_cosine']:>9.6f}")
+        print(f"ours: first call incl. compiles {row['ours_first_call_s']:.2f}s over {row['programs']} "
+              "programs")
+        result = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
+                              "python": platform.python_version(), "loadavg": os.getloadavg()},
+                  "settings": vars(args) | {"data_root": str(args.data_root), "json": str(args.json)},
+                  "decoder": row}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+        return 0
 
     texts = real_texts(args.data_root, args.n_texts, args.seed)
     fixed_ids = np.random.default_rng(args.seed).integers(1000, 30000, size=(64, 128)).astype(np.int32)

@@ -25,6 +25,14 @@ examples:
   stylebench embed --model minilm --input docs.jsonl --text-field body --output emb.npy \\
       --long-text chunk --mesh data=4,model=2
   stylebench embed --model ./my_model_dir --input texts.txt --output emb.npy --no-cache
+  stylebench embed --model ./qwen2.5-3b --input texts.txt --output emb.npy --mesh data=2,model=4 \\
+      --dtype bfloat16 --pooling last --prompt "query: "
+  stylebench embed --model ./llama3-8b --mesh data=1,model=8 --batch-size 8 --plan-only
+
+A model directory holds a BERT-family encoder or a decoder (Llama, Mistral, Qwen2, Qwen3, GPT-2), told
+apart by config.json's model_type. Before any weight is read, the memory per device (parameters and
+activations for the mesh and batch) is computed and the run refused when it would not fit;
+--plan-only prints that plan and exits.
 
 Texts longer than the model's token budget are split at sentence boundaries, packed into chunks
 within the budget, embedded chunk by chunk and mean-pooled (--long-text chunk, ours; --long-text
@@ -41,11 +49,26 @@ def register(subparsers) -> None:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm",
                         help="'minilm', 'baseline:<name>' or a local model directory (default: minilm)")
-    parser.add_argument("--input", required=True, type=Path, help=".txt or .jsonl file of texts")
-    parser.add_argument("--output", required=True, type=Path, help="output .npy path")
+    parser.add_argument("--input", type=Path,
+                        help=".txt or .jsonl file of texts (required unless --plan-only)")
+    parser.add_argument("--output", type=Path, help="output .npy path (required unless --plan-only)")
     parser.add_argument("--text-field", default="text", help="JSONL field holding the text (default: text)")
     parser.add_argument("--batch-size", type=int, default=64, help="sequences per batch (default: 64)")
     add_long_text_arguments(parser)
+    parser.add_argument("--pooling", choices=("mean", "cls", "attention", "last"), default=None,
+                        help="pooling: mean, cls or attention (learned weights) for encoders, last or mean "
+                             "for decoders (default: the model's sentence-transformers files, else mean for "
+                             "encoders and last for decoders)")
+    parser.add_argument("--prompt", default=None,
+                        help="text put before every input, e.g. 'query: ' (default: the model's "
+                             "sentence-transformers default prompt, else none; part of the cache key)")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default=None,
+                        help="parameter and compute dtype of decoders (default: float32)")
+    parser.add_argument("--device-memory", default=None, metavar="SIZE",
+                        help="memory per device for the memory plan, e.g. 80GB (default: the device's own "
+                             "limit; on CPU host RAM divided among the CPU devices)")
+    parser.add_argument("--plan-only", action="store_true",
+                        help="print the memory plan of --model on --mesh and exit without loading weights")
     add_mesh_argument(parser)
     add_cache_arguments(parser)
     add_data_root_argument(parser)
@@ -57,23 +80,39 @@ def run(args: argparse.Namespace) -> int:
     from stylebench_jax.cache import EmbeddingCache
     from stylebench_jax.data.readers import MissingField, read_texts
     from stylebench_jax.encoders.base import Embedder
+    from stylebench_jax.encoders.memory_plan import parse_bytes
     from stylebench_jax.encoders.registry import resolve_embedder
     from stylebench_jax.fileio import save_npy_atomic
 
     # Every check that needs no model runs first: a bad path never costs a model load or an embedding.
-    check_output_file(args.output, "--output", suffix=".npy", inputs=[args.input])
+    # --plan-only reads nothing but the model's config.json, so it needs no --input, --output or cache.
+    if not args.plan_only:
+        for flag, value in (("--input", args.input), ("--output", args.output)):
+            if value is None:
+                raise UserInputError(f"{flag} is required (unless --plan-only)")
+        check_output_file(args.output, "--output", suffix=".npy", inputs=[args.input])
     check_positive(args.batch_size, "--batch-size")
     check_positive(args.max_length, "--max-length")
-    if not args.no_cache:
+    device_memory = None if args.device_memory is None else parse_bytes(args.device_memory)
+    if not args.no_cache and not args.plan_only:
         check_cache_dir(args.cache_dir)
     mesh = build_mesh(args.mesh)
+    plan = _memory_plan(args, mesh, device_memory)
+    if args.plan_only:
+        if plan is None:
+            raise UserInputError(f"--plan-only needs 'minilm' or a model directory, got --model {args.model}")
+        print(plan.describe())
+    if plan is not None and not plan.fits:
+        raise UserInputError(_refusal(plan))
+    if args.plan_only:
+        return 0
     try:
         texts = read_texts(args.input, text_field=args.text_field)
     except MissingField as error:
         raise UserInputError(f"{error} (choose the field with --text-field)") from None
     model = resolve_embedder(
         args.model, max_length=args.max_length, long_text=args.long_text, batch_size=args.batch_size,
-        mesh=mesh, progress=not args.quiet,
+        mesh=mesh, progress=not args.quiet, pooling=args.pooling, prompt=args.prompt, dtype=args.dtype,
         data_root=args.data_root or default_data_root())
     if not isinstance(model, Embedder):
         raise UserInputError(f"{args.model} is a pairwise similarity without vectors; it cannot embed")
@@ -84,3 +123,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}: {vectors.shape[0]} x {vectors.shape[1]} float32 "
               f"({cache.hits} cached, {cache.misses} embedded)", file=sys.stderr)
     return 0
+
+
+def _memory_plan(args: argparse.Namespace, mesh, device_memory: int | None):
+    """The memory plan of ``--model`` (``None`` for baselines and names that are not model directories,
+    which ``resolve_embedder`` then reports)."""
+    from stylebench_jax.encoders.memory_plan import plan_memory
+    from stylebench_jax.encoders.registry import minilm_dir
+
+    if args.model.startswith("baseline:"):
+        return None
+    path = minilm_dir() if args.model.strip() == "minilm" else Path(args.model).expanduser()
+    if not path.is_dir():
+        return None
+    return plan_memory(path, mesh, batch_size=args.batch_size, max_length=args.max_length,
+                       dtype=args.dtype or "float32", device_memory=device_memory)
+
+
+def _refusal(plan) -> str:
+    """The plan's refusal with the flags that would make it fit."""
+    remedies = "a larger model axis in --mesh, a smaller --batch-size or --max-length"
+    if plan.family == "decoder" and plan.dtype == "float32":
+        remedies += ", or --dtype bfloat16"
+    return f"{plan.refusal()}; use {remedies}"

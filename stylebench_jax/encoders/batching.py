@@ -1,8 +1,10 @@
-"""Length-bucketed batches of token sequences for the jitted forward pass.
+"""Texts -> token sequences, and length-bucketed batches of them for the jitted forward pass.
 
-Sequences are sorted by length and cut into batches of ``batch_size`` rows; each batch is padded to
-the smallest *bucket* length that fits, so XLA compiles a handful of programs (one per bucket and
-batch height) instead of one per distinct length. Padding rows (to make a batch divide the mesh's
+``token_sequences`` turns texts into the model's inputs: the optional prompt in front, the model's
+special tokens around, long texts chunked at sentences or truncated. Sequences are then sorted by
+length and cut into batches of ``batch_size`` rows; each batch is padded to the smallest *bucket*
+length that fits, so XLA compiles a handful of programs (one per bucket and batch height) instead
+of one per distinct length. Padding rows (to make a batch divide the mesh's
 ``data`` axis) get one visible token so softmax and mean pooling stay finite; callers drop them.
 """
 
@@ -13,11 +15,62 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from stylebench_jax.parallel import round_up
+from stylebench_jax.text.chunking import pack_token_chunks, steb_chunks
+from stylebench_jax.text.sentences import parser_sentences, split_sentences
+
+LONG_TEXT_MODES = ("chunk", "truncate", "steb", "steb-truncate")
+STEB_MODES = ("steb", "steb-truncate")  # STEB's settings (``encoders.neural`` module docstring)
 
 # Padded lengths: steps of 8 up to 64 tokens, 16 up to 128, then 32. Short texts dominate style
 # data, and on CPU cost grows with padded tokens, so fine steps at the short end pay for the few
 # extra compiled programs (persisted by JAX's compilation cache, see ``runtime.enable_compilation_cache``).
 BUCKET_LENGTHS = (*range(8, 65, 8), *range(80, 129, 16), *range(160, 513, 32))
+
+
+def token_sequences(texts: Sequence[str], tokenizer, *, max_length: int, long_text: str = "chunk",
+                    prompt: str = "") -> tuple[list[list[int]], np.ndarray]:
+    """Token sequences of ``texts`` (special tokens and prompt included, each at most ``max_length``
+    ids) and ``owners`` ``[S]`` int64, the index of each sequence's text.
+
+    ``tokenizer``: ``content_ids(texts)`` and ``wrap(ids)`` (``encoders.tokenizer``). A text whose
+    ids fit the budget ``max_length - n_special`` is one sequence; with a ``prompt`` the text is
+    tokenised together with it (``prompt + text``, as sentence-transformers does). A longer text is
+    cut at the budget (``long_text="truncate"``: the prompt, in front, is kept) or split at sentence
+    boundaries and packed into chunks of at most ``budget - len(prompt ids)`` ids, each chunk with the
+    prompt's own ids in front (``"chunk"``, STEB App. G: the caller mean-pools the chunks' vectors).
+    ``"steb-truncate"`` truncates like ``"truncate"``; ``"steb"`` chunks as STEB's
+    ``steb/models/chunking.py`` (``text.chunking.steb_chunks`` on ``text.sentences.parser_sentences``:
+    chunk strings tokenised again and cut at the budget, so an over-long sentence loses its tail).
+    """
+    if long_text not in LONG_TEXT_MODES:
+        raise ValueError(f"long_text: expected one of {', '.join(LONG_TEXT_MODES)}, got {long_text!r}")
+    budget = max_length - tokenizer.n_special
+    prompt_ids = tokenizer.content_ids([prompt])[0] if prompt else []
+    content = tokenizer.content_ids([prompt + text for text in texts] if prompt else list(texts))
+    sequences: list[list[int]] = []
+    owners: list[int] = []
+    long_ids = []
+    for index, ids in enumerate(content):
+        if len(ids) <= budget:
+            sequences.append(tokenizer.wrap(ids))
+            owners.append(index)
+        elif long_text in ("truncate", "steb-truncate"):
+            sequences.append(tokenizer.wrap(ids[:budget]))
+            owners.append(index)
+        else:
+            long_ids.append(index)
+    for index in long_ids:
+        if long_text == "steb":
+            room = budget - len(prompt_ids)
+            chunks = [ids[:room] for ids in tokenizer.content_ids(steb_chunks(
+                texts[index], parser_sentences(texts[index]), tokenizer, room))]
+        else:
+            chunks = pack_token_chunks(tokenizer.content_ids(split_sentences(texts[index])),
+                                       budget - len(prompt_ids))
+        for chunk in chunks:
+            sequences.append(tokenizer.wrap([*prompt_ids, *chunk]))
+            owners.append(index)
+    return sequences, np.asarray(owners, dtype=np.int64)
 
 
 def bucket_length(length: int, max_length: int) -> int:

@@ -6,7 +6,8 @@ layouts, ``transformers.BertModel.from_pretrained`` loads it):
 
     config.json                      model_type, sizes, activation, pad id (``EncoderConfig``)
     model.safetensors                the transformer (PyTorch layout: ``nn.Linear`` weights (out, in))
-    tokenizer.json                   the fast tokenizer, ``tokenizer_config.json`` (pad token)
+    tokenizer.json                   the fast tokenizer, ``tokenizer_config.json`` (pad token); or the
+                                     SentencePiece model and the config keys deciding its ids
     modules.json                     sentence-transformers pipeline: Transformer, Pooling[, Normalize]
     sentence_bert_config.json        max_seq_length
     1_Pooling/config.json            mean / cls (sentence-transformers keys) or ``pooling_mode_attention``
@@ -27,7 +28,6 @@ import numpy as np
 from safetensors.numpy import save
 
 from stylebench_jax.encoders.config import EncoderConfig
-from stylebench_jax.encoders.tokenizer import TextTokenizer
 from stylebench_jax.encoders.weights import PROJECTION_DIR
 from stylebench_jax.fileio import atomic_directory, atomic_open, write_text_atomic
 
@@ -38,7 +38,7 @@ def _np(value) -> np.ndarray:
 
 def flax_to_torch(params: dict, config: EncoderConfig) -> dict[str, np.ndarray]:
     """``{'encoder': ...}`` Flax parameters -> Hugging Face BERT/RoBERTa tensor names (no model
-    prefix, as ``BertModel.save_pretrained`` writes them). Inverse of ``weights.torch_to_flax``."""
+    prefix, as ``BertModel.save_pretrained`` writes them). Inverse of ``weights.bert_tensor_maps``."""
     enc = params["encoder"]
     hidden = config.hidden_size
     emb = enc["embeddings"]
@@ -110,7 +110,7 @@ def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
         handle.write(save(tensors, metadata={"format": "pt"}))
 
 
-def export_encoder(out_dir: str | Path, *, params: dict, config: EncoderConfig, tokenizer: TextTokenizer,
+def export_encoder(out_dir: str | Path, *, params: dict, config: EncoderConfig, tokenizer,
                    pooling: str, normalize: bool, max_length: int) -> Path:
     """Write ``params`` (host or device arrays) as a model directory ``out_dir`` (module docstring);
     returns its path. ``pooling``: mean | cls | attention (attention needs ``params["attention_pool"]``)."""
@@ -121,7 +121,7 @@ def export_encoder(out_dir: str | Path, *, params: dict, config: EncoderConfig, 
     return Path(out_dir)
 
 
-def _write_model(out: Path, params: dict, config: EncoderConfig, tokenizer: TextTokenizer, pooling: str,
+def _write_model(out: Path, params: dict, config: EncoderConfig, tokenizer, pooling: str,
                  normalize: bool, max_length: int) -> None:
     (out / "1_Pooling").mkdir()
     _write_safetensors(out / "model.safetensors", flax_to_torch(params, config))

@@ -1,14 +1,15 @@
-"""``FlaxEncoderEmbedder``: a local BERT-family model as an ``Embedder``, sharded over a device mesh.
+"""Neural embedders: a local BERT-family encoder (``FlaxEncoderEmbedder``) or causal decoder
+(``FlaxDecoderEmbedder``) as an ``Embedder``, sharded over a device mesh.
 
-Pipeline for ``embed(texts)``:
-1. tokenise (content ids only, Rust, batched);
-2. long texts (``long_text``, texts over the token budget ``max_length`` minus the special tokens):
+Pipeline for ``embed(texts)``, the same for both families:
+1. tokenise (content ids only) with the optional prompt in front; long texts (over the token budget
+   ``max_length`` minus the special tokens) by ``long_text`` (``encoders.batching.token_sequences``):
 
-   - ``chunk`` (ours, the default): split into sentences (spaCy's rule-based sentencizer), pack
-     consecutive sentences' token ids into chunks within the budget, cut a sentence longer than the
-     budget into budget-sized windows (nothing is lost); embed each chunk, mean-pool the chunk
-     vectors. The budget is the model's own (``max_seq_length`` of sentence_bert_config.json: 256
-     for all-MiniLM-L6-v2, the length it was trained at).
+   - ``chunk`` (ours, the default): split into sentences, pack consecutive sentences' token ids into
+     chunks within the budget, cut a sentence longer than the budget into budget-sized windows
+     (nothing is lost); embed each chunk, mean-pool the chunk vectors. The budget is the model's own
+     (``max_seq_length`` of sentence_bert_config.json: 256 for all-MiniLM-L6-v2, the length it was
+     trained at).
    - ``truncate``: keep the first ``budget`` tokens.
    - ``steb``: STEB's chunk-and-pool exactly (§3.4, App. G; github.com/rrivera1849/STEB
      ``steb/models/chunking.py`` and ``steb/models/hf_model.py`` at 40a6b8e, the generic loader STEB
@@ -18,9 +19,10 @@ Pipeline for ``embed(texts)``:
      (``text.sentences.parser_sentences``); sentences are packed greedily by their token counts and a
      chunk is the sentences joined by a space, tokenised again and *truncated* at the budget (so a
      sentence longer than the budget loses its tail); the text's vector is the mean of its chunks'
-     vectors. STEB's loader mean-pools token states and applies no Normalize module, so unless
-     ``pooling`` / ``normalize`` are given this mode uses mean pooling and returns the vectors
-     unnormalised (tasks normalise them; STEB's retrieval episodes average them first).
+     vectors. STEB's loader mean-pools token states, applies no Normalize module and no prompt, so
+     unless ``pooling`` / ``normalize`` / ``prompt`` are given this mode uses mean pooling, no prompt
+     and returns the vectors unnormalised (tasks normalise them; STEB's retrieval episodes average
+     them first). Encoders only: STEB's loaders for causal LMs are not what we checked.
    - ``steb-truncate``: STEB's truncation protocol (App. F): the same loader settings, each text cut
      at the budget.
 
@@ -28,11 +30,15 @@ Pipeline for ``embed(texts)``:
    poetry without full stops), the rule-based splitter is ~10x faster than the parser, and the model
    sees chunks as long as the texts it was trained on. Results labelled STEB should be run with
    ``--long-text steb``;
-3. sort sequences by length and cut into batches of ``batch_size`` rows, each padded to the
-   smallest bucket length that fits (``encoders.batching``: a handful of compiled shapes);
-4. run the jitted forward with the batch sharded over the mesh's ``data`` axis and heads/MLP over
-   ``model`` (parameters placed by ``encoders.loading`` from the rules table), collect ``[B, H]``
-   float32 outputs without blocking, restore input order.
+2. sort sequences by length and cut into batches of ``batch_size`` rows, each padded to the smallest
+   bucket length that fits (``encoders.batching``: a handful of compiled shapes);
+3. run the jitted forward with the batch sharded over the mesh's ``data`` axis and heads/MLP over
+   ``model`` (parameters read block by block into their shardings by ``encoders.loading``), collect
+   ``[B, H]`` float32 outputs without blocking, restore input order.
+
+What differs between the families is a handful of class attributes and hooks: the directory reader,
+the Flax module, the pooling modes and their default, the dtypes, the rules table, the default token
+budget and whether a mesh that does not divide the heads is refused.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -47,24 +54,40 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from stylebench_jax.encoders.batching import batch_rows, bucket_length, length_batches, pad_batch
-from stylebench_jax.encoders.loading import place_params, read_encoder_dir
-from stylebench_jax.encoders.pooling import POOLING_MODES, SentenceEncoder
-from stylebench_jax.errors import InvalidOption
-from stylebench_jax.parallel import DEFAULT_RULES, batch_sharding, resolve_mesh
-from stylebench_jax.progress import progress_bar
-from stylebench_jax.text.chunking import pack_token_chunks, steb_chunks
-from stylebench_jax.text.sentences import (
-    parser_sentences,
-    parser_splitter_name,
-    split_sentences,
-    splitter_name,
+from stylebench_jax.encoders.batching import (
+    LONG_TEXT_MODES,
+    STEB_MODES,
+    batch_rows,
+    bucket_length,
+    length_batches,
+    pad_batch,
+    token_sequences,
 )
+from stylebench_jax.encoders.config import EncoderConfig
+from stylebench_jax.encoders.decoder_config import DecoderConfig
+from stylebench_jax.encoders.loading import (
+    DTYPES,
+    load_params,
+    model_family,
+    read_decoder_dir,
+    read_encoder_dir,
+)
+from stylebench_jax.encoders.pooling import (
+    DECODER_POOLING_MODES,
+    POOLING_MODES,
+    DecoderSentenceEncoder,
+    SentenceEncoder,
+)
+from stylebench_jax.errors import InvalidOption
+from stylebench_jax.parallel import DECODER_RULES, DEFAULT_RULES, batch_sharding, resolve_mesh
+from stylebench_jax.progress import progress_bar
+from stylebench_jax.text.sentences import parser_splitter_name, splitter_name
 
-LONG_TEXT_MODES = ("chunk", "truncate", "steb", "steb-truncate")
-STEB_MODES = ("steb", "steb-truncate")
 _HF_VERY_LARGE = 100_000  # STEB's get_model_max_length: larger tokenizer limits mean "not set"
 MAX_IN_FLIGHT = 2  # forward batches dispatched but not yet collected
+# Default token budget of decoders: LLM context windows (8k-128k tokens) would make activations huge,
+# and long texts are chunked anyway (STEB). ``max_length`` raises it.
+DEFAULT_DECODER_MAX_LENGTH = 512
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,48 +99,56 @@ class EncodeSettings:
     normalize: bool = True
     long_text: str = "chunk"
     dtype: str = "float32"
+    prompt: str = ""
 
 
 class FlaxEncoderEmbedder:
     """A BERT-family encoder from a local directory, as an ``Embedder`` (see ``encoders.base``).
 
-    ``mesh``: the run's device mesh (``None``: every device on ``data``); ``model`` must divide the
-    attention heads and MLP width. Options with a bad value raise ``InvalidOption`` naming the option.
+    ``mesh``: the run's device mesh (``None``: every device on ``data``); for BERT-family models
+    ``model`` must divide the attention heads and MLP width. ``prompt``: text put before every input
+    (``None``: the model's sentence-transformers default prompt, else none). Options with a bad value
+    raise ``InvalidOption`` naming the option.
     """
+
+    family = "BERT-family encoder"
+    config_class = EncoderConfig
+    pooling_modes = POOLING_MODES
+    default_pooling = "mean"
+    dtypes: tuple[str, ...] = ("float32",)
+    default_rules = DEFAULT_RULES
+    read_files = staticmethod(read_encoder_dir)
+    steb_modes = True  # --long-text steb / steb-truncate (STEB's generic encoder loader)
 
     def __init__(self, model_dir: str | Path, *, name: str | None = None, max_length: int | None = None,
                  pooling: str | None = None, normalize: bool | None = None, long_text: str = "chunk",
                  batch_size: int = 64, mesh: Mesh | None = None, progress: bool | None = None,
-                 rules=DEFAULT_RULES):
-        if long_text not in LONG_TEXT_MODES:
-            raise InvalidOption("long_text", f"expected one of {', '.join(LONG_TEXT_MODES)}, "
-                                             f"got {long_text!r}")
-        if pooling is not None and pooling not in POOLING_MODES:
-            raise InvalidOption("pooling", f"expected one of {', '.join(POOLING_MODES)}, got {pooling!r}")
-        if batch_size < 1:
-            raise InvalidOption("batch_size", f"expected >= 1, got {batch_size}")
-        if max_length is not None and max_length < 1:
-            raise InvalidOption("max_length", f"expected a positive number of tokens, got {max_length}")
-        files = read_encoder_dir(model_dir)
+                 rules=None, dtype: str | None = None, prompt: str | None = None):
+        dtype = dtype or "float32"
+        self.check_options(pooling=pooling, long_text=long_text, dtype=dtype, batch_size=batch_size,
+                           max_length=max_length)
+        files = self.read_files(model_dir)
         self.model_dir, self.config, self.tokenizer = files.model_dir, files.config, files.tokenizer
         self.weights_digest = files.weights_digest
         defaults = files.defaults
         if long_text in STEB_MODES:
-            # STEB's generic loader: the tokenizer's limit, mean pooling, no Normalize module
-            defaults = {**defaults, "pooling": "mean", "normalize": False}
+            # STEB's generic loader: the tokenizer's limit, mean pooling, no Normalize module, no prompt
+            defaults = {**defaults, "pooling": "mean", "normalize": False, "prompt": ""}
             limit = self.steb_max_length()
             max_length = limit if max_length is None else min(max_length, limit)
-        max_length = max_length or defaults.get("max_length") or self.config.max_tokens
-        if not self.tokenizer.n_special < max_length <= self.config.max_tokens:
-            raise InvalidOption("max_length", f"expected a value in ({self.tokenizer.n_special}, "
-                                              f"{self.config.max_tokens}] for {self.model_dir.name}, "
-                                              f"got {max_length}")
+        prompt = defaults.get("prompt", "") if prompt is None else prompt
+        max_length = max_length or defaults.get("max_length") or self.default_max_length(self.config)
+        reserved = self.tokenizer.n_special + (len(self.tokenizer.content_ids([prompt])[0]) if prompt else 0)
+        if not reserved < max_length <= self.config.max_tokens:
+            taken = f" (special tokens and prompt take {reserved})" if prompt else ""
+            raise InvalidOption("max_length", f"expected a value in ({reserved}, {self.config.max_tokens}] "
+                                              f"for {self.model_dir.name}{taken}, got {max_length}")
         self.settings = EncodeSettings(
             max_length=int(max_length),
-            pooling=pooling or defaults.get("pooling", "mean"),
+            pooling=pooling or defaults.get("pooling", self.default_pooling),
             normalize=defaults.get("normalize", True) if normalize is None else bool(normalize),
-            long_text=long_text)
-        if self.settings.pooling == "attention" and files.defaults.get("pooling") != "attention":
+            long_text=long_text, dtype=dtype, prompt=prompt)
+        if self.settings.pooling == "attention" and not any(p[0] == "attention_pool" for p in files.tensors):
             raise InvalidOption("pooling", "attention pooling has learned weights that "
                                            f"{self.model_dir.name} lacks (1_Pooling/model.safetensors); "
                                            "pick mean or cls")
@@ -126,10 +157,10 @@ class FlaxEncoderEmbedder:
         self.progress = progress
         self.mesh = resolve_mesh(mesh)
         self._check_mesh()
-        self.projection_dim = defaults.get("projection_dim")
-        self.module = SentenceEncoder(self.config, pooling=self.settings.pooling,
-                                      normalize=self.settings.normalize, projection_dim=self.projection_dim)
-        self.params = place_params(files.host_params, self.module, self.mesh, rules)
+        self.projection_dim = defaults.get("projection_dim")  # ours (encoders.export): Writing7's head
+        self.module = self.build_module(self.config, self.settings, self.projection_dim)
+        self.params = load_params(files.tensors, self.module, self.mesh,
+                                  self.default_rules if rules is None else rules)
         self.forward_batches = 0  # number of compiled-forward calls made (tests and profiling read it)
 
     def steb_max_length(self) -> int:
@@ -140,6 +171,28 @@ class FlaxEncoderEmbedder:
         if limit is None or limit > _HF_VERY_LARGE:
             limit = self.config.max_position_embeddings
         return min(int(limit), self.config.max_tokens)
+
+    # ----------------------------------------------------------------- family hooks
+    @staticmethod
+    def default_max_length(config) -> int:
+        """Token budget when neither the option nor sentence-transformers' files give one."""
+        return config.max_tokens
+
+    @staticmethod
+    def build_module(config, settings: EncodeSettings, projection_dim: int | None = None):
+        """The Flax module computing ``[B, L]`` ids -> ``[B, D]`` float32 pooled vectors."""
+        return SentenceEncoder(config, pooling=settings.pooling, normalize=settings.normalize,
+                               projection_dim=projection_dim)
+
+    def _check_mesh(self) -> None:
+        model = int(self.mesh.shape["model"])
+        cfg = self.config
+        if cfg.num_heads % model or cfg.intermediate_size % model:
+            raise InvalidOption("mesh", f"model={model} must divide the {cfg.num_heads} heads and the "
+                                        f"{cfg.intermediate_size} MLP units of {self.model_dir.name}")
+
+    def _identity_head(self) -> str:
+        return f"flax-bert/{self.model_dir.name}"
 
     # ----------------------------------------------------------------- identity
     @property
@@ -154,17 +207,34 @@ class FlaxEncoderEmbedder:
     def identity(self) -> str:
         s = self.settings
         split = {"chunk": splitter_name, "steb": parser_splitter_name}.get(s.long_text, lambda: "none")()
-        return (f"flax-bert/{self.model_dir.name}/weights={self.weights_digest}/"
-                f"tokenizer={self.tokenizer.digest}/pool={s.pooling}/norm={int(s.normalize)}/"
-                f"max_length={s.max_length}/long_text={s.long_text}/split={split}/dtype={s.dtype}")
+        identity = (f"{self._identity_head()}/weights={self.weights_digest}/"
+                    f"tokenizer={self.tokenizer.digest}/pool={s.pooling}/norm={int(s.normalize)}/"
+                    f"max_length={s.max_length}/long_text={s.long_text}/split={split}/dtype={s.dtype}")
+        if s.prompt:  # absent without a prompt, so identities (cache keys) from before prompts still hold
+            identity += f"/prompt={hashlib.sha256(s.prompt.encode('utf-8')).hexdigest()[:12]}"
+        return identity
 
     # ----------------------------------------------------------------- set-up
-    def _check_mesh(self) -> None:
-        model = int(self.mesh.shape["model"])
-        cfg = self.config
-        if cfg.num_heads % model or cfg.intermediate_size % model:
-            raise InvalidOption("mesh", f"model={model} must divide the {cfg.num_heads} heads and the "
-                                        f"{cfg.intermediate_size} MLP units of {self.model_dir.name}")
+    @classmethod
+    def check_options(cls, *, pooling: str | None = None, long_text: str = "chunk", dtype: str = "float32",
+                      batch_size: int = 1, max_length: int | None = None) -> None:
+        """``InvalidOption`` naming the first option this family cannot use (before any file is read)."""
+        if long_text not in LONG_TEXT_MODES:
+            raise InvalidOption("long_text", f"expected one of {', '.join(LONG_TEXT_MODES)}, "
+                                             f"got {long_text!r}")
+        if long_text in STEB_MODES and not cls.steb_modes:
+            raise InvalidOption("long_text", f"{long_text!r} reproduces STEB's generic loader for "
+                                             f"BERT-family encoders; a {cls.family} takes chunk or truncate")
+        if pooling is not None and pooling not in cls.pooling_modes:
+            raise InvalidOption("pooling", f"expected one of {', '.join(cls.pooling_modes)} for a "
+                                           f"{cls.family}, got {pooling!r}")
+        if dtype not in cls.dtypes:
+            raise InvalidOption("dtype", f"expected one of {', '.join(cls.dtypes)} for a {cls.family}, "
+                                         f"got {dtype!r}")
+        if batch_size < 1:
+            raise InvalidOption("batch_size", f"expected >= 1, got {batch_size}")
+        if max_length is not None and max_length < 1:
+            raise InvalidOption("max_length", f"expected a positive number of tokens, got {max_length}")
 
     @functools.cached_property
     def _forward(self):
@@ -176,34 +246,6 @@ class FlaxEncoderEmbedder:
         return jax.jit(forward, in_shardings=(None, sharding, sharding), out_shardings=sharding)
 
     # ----------------------------------------------------------------- embedding
-    def _sequences(self, texts: Sequence[str]) -> tuple[list[list[int]], np.ndarray]:
-        """Token sequences (with special tokens) and, for each, the index of its source text."""
-        budget = self.settings.max_length - self.tokenizer.n_special
-        content = self.tokenizer.content_ids(texts)
-        sequences: list[list[int]] = []
-        owners: list[int] = []
-        long_ids = []
-        for index, ids in enumerate(content):
-            if len(ids) <= budget:
-                sequences.append(self.tokenizer.wrap(ids))
-                owners.append(index)
-            elif self.settings.long_text in ("truncate", "steb-truncate"):
-                sequences.append(self.tokenizer.wrap(ids[:budget]))
-                owners.append(index)
-            else:
-                long_ids.append(index)
-        for index in long_ids:
-            if self.settings.long_text == "steb":
-                chunks = [ids[:budget] for ids in self.tokenizer.content_ids(steb_chunks(
-                    texts[index], parser_sentences(texts[index]), self.tokenizer, budget))]
-            else:
-                sentences = split_sentences(texts[index])
-                chunks = pack_token_chunks(self.tokenizer.content_ids(sentences), budget)
-            for chunk in chunks:
-                sequences.append(self.tokenizer.wrap(chunk))
-                owners.append(index)
-        return sequences, np.asarray(owners, dtype=np.int64)
-
     def encode_sequences(self, sequences: list[list[int]]) -> np.ndarray:
         """``[S, H]`` float32 pooled vectors of token sequences (special tokens included)."""
         if not sequences:
@@ -242,13 +284,64 @@ class FlaxEncoderEmbedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        sequences, owners = self._sequences(texts)
+        s = self.settings
+        sequences, owners = token_sequences(texts, self.tokenizer, max_length=s.max_length,
+                                            long_text=s.long_text, prompt=s.prompt)
         vectors = self.encode_sequences(sequences)
         if len(sequences) == len(texts) and np.array_equal(owners, np.arange(len(texts))):
             return vectors
         pooled = np.zeros((len(texts), self.dim), np.float64)
         np.add.at(pooled, owners, vectors)
         pooled /= np.bincount(owners, minlength=len(texts))[:, None]
-        if self.settings.normalize:
+        if s.normalize:
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return pooled.astype(np.float32)
+
+
+class FlaxDecoderEmbedder(FlaxEncoderEmbedder):
+    """A causal LM (Llama / Mistral / Qwen2 / Qwen3 / GPT-2) from a local directory, as an ``Embedder``.
+
+    Same pipeline, cache and mesh as the BERT family; what differs:
+
+    - the module is ``pooling.DecoderSentenceEncoder`` (``encoders.decoder``), float32 or bfloat16
+      (``dtype``: parameters and compute; norms, softmax and pooling sums in float32);
+    - pooling is ``last`` (the last non-padding token's hidden state, STEB §4.2 for causal LMs) or
+      ``mean`` (AuthBench §4's default for LLM backbones): the option, else sentence-transformers'
+      Pooling config (``pooling_mode_lasttoken`` / ``pooling_mode_mean_tokens``), else ``last``;
+    - the vocabulary is sharded over ``model`` too (``parallel.DECODER_RULES``), and dimensions that do
+      not divide the mesh (e.g. 2 KV heads on ``model=4``) are replicated instead of refused
+      (``loading.replicated_dims`` lists them; the memory plan reports them);
+    - the default token budget is ``min(max_position_embeddings, 512)`` (``DEFAULT_DECODER_MAX_LENGTH``).
+    """
+
+    family = "causal decoder"
+    config_class = DecoderConfig
+    pooling_modes = DECODER_POOLING_MODES
+    default_pooling = "last"
+    dtypes = tuple(DTYPES)
+    default_rules = DECODER_RULES
+    read_files = staticmethod(read_decoder_dir)
+    steb_modes = False
+
+    @staticmethod
+    def default_max_length(config) -> int:
+        return min(config.max_tokens, DEFAULT_DECODER_MAX_LENGTH)
+
+    @staticmethod
+    def build_module(config, settings: EncodeSettings, projection_dim: int | None = None):
+        if projection_dim is not None:  # read_decoder_dir refuses such directories
+            raise ValueError("decoders have no projection head")
+        dtype = DTYPES[settings.dtype]
+        return DecoderSentenceEncoder(config, pooling=settings.pooling, normalize=settings.normalize,
+                                      dtype=dtype, param_dtype=dtype)
+
+    def _check_mesh(self) -> None:
+        """Nothing to refuse: dimensions that do not divide the mesh are replicated."""
+
+    def _identity_head(self) -> str:
+        return f"flax-decoder/{self.config.model_type}/{self.model_dir.name}"
+
+
+def embedder_class(model_dir: str | Path) -> type[FlaxEncoderEmbedder]:
+    """``FlaxDecoderEmbedder`` or ``FlaxEncoderEmbedder`` from ``config.json``'s ``model_type``."""
+    return FlaxDecoderEmbedder if model_family(model_dir) == "decoder" else FlaxEncoderEmbedder

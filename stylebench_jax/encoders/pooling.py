@@ -2,6 +2,8 @@
 
 - ``mean``: average over tokens whose attention mask is 1 (sentence-transformers' mean pooling).
 - ``cls``: the first token's hidden state.
+- ``last``: the hidden state of the last non-padding token (causal decoders, STEB §4.2: "the only
+  position with full sequence context"); correct for left and right padding.
 - ``attention``: learned attention pooling, softmax over unmasked tokens of ``w . tanh(W h)``
   (parameters are trained with the rest of the model; randomly initialised otherwise).
 """
@@ -14,14 +16,28 @@ import jax.numpy as jnp
 
 from stylebench_jax.encoders.bert import BertEncoder
 from stylebench_jax.encoders.config import EncoderConfig
+from stylebench_jax.encoders.decoder import CausalDecoder
+from stylebench_jax.encoders.decoder_config import DecoderConfig
 
 POOLING_MODES = ("mean", "cls", "attention")
+DECODER_POOLING_MODES = ("last", "mean")
 
 
 def mean_pool(hidden: jax.Array, mask: jax.Array) -> jax.Array:
     """``sum_t mask[b,t] h[b,t] / max(sum_t mask[b,t], 1e-9)`` -> ``[B, H]``."""
     mask = mask.astype(hidden.dtype)[..., None]
     return (hidden * mask).sum(axis=1) / jnp.clip(mask.sum(axis=1), 1e-9)
+
+
+def last_token_pool(hidden: jax.Array, mask: jax.Array) -> jax.Array:
+    """``h[b, t_b]`` with ``t_b`` the largest ``t`` where ``mask[b, t] == 1`` -> ``[B, H]``.
+
+    ``t_b = L - 1 - argmax(reversed mask)``: the last real token whether padding is on the left
+    (``t_b = L - 1``) or on the right (``t_b = sum(mask) - 1``).
+    """
+    length = mask.shape[1]
+    last = length - 1 - jnp.argmax(mask[:, ::-1] > 0, axis=1)
+    return jnp.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0]
 
 
 def l2_normalize(vectors: jax.Array, eps: float = 1e-12) -> jax.Array:
@@ -90,4 +106,32 @@ class SentenceEncoder(nn.Module):
         pooled = pooled.astype(jnp.float32)
         if self.projection_dim:
             pooled = self.projection(pooled)
+        return l2_normalize(pooled) if self.normalize else pooled
+
+
+class DecoderSentenceEncoder(nn.Module):
+    """Causal decoder + ``last`` or ``mean`` pooling (+ optional L2): ``[B, L]`` ids -> ``[B, H]`` float32.
+
+    ``last`` takes the compute-dtype hidden state; ``mean`` sums in float32 (more accurate than
+    sentence-transformers' sum in the model dtype under bfloat16); both are returned as float32.
+    """
+
+    config: DecoderConfig
+    pooling: str = "last"
+    normalize: bool = True
+    dtype: jnp.dtype = jnp.float32
+    param_dtype: jnp.dtype = jnp.float32
+
+    def setup(self):
+        if self.pooling not in DECODER_POOLING_MODES:
+            raise ValueError(f"pooling {self.pooling!r} not in {DECODER_POOLING_MODES}")
+        self.decoder = CausalDecoder(self.config, self.dtype, self.param_dtype)
+
+    def __call__(self, input_ids, attention_mask):
+        hidden = self.decoder(input_ids, attention_mask)
+        if self.pooling == "last":
+            pooled = last_token_pool(hidden, attention_mask)
+        else:
+            pooled = mean_pool(hidden.astype(jnp.float32), attention_mask)
+        pooled = pooled.astype(jnp.float32)
         return l2_normalize(pooled) if self.normalize else pooled

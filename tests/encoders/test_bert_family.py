@@ -6,10 +6,7 @@ scripts/make_torch_fixtures.py (run with the `torch` extra), so these tests need
 transformers. Tolerance 2e-5 (float32, different kernels and summation orders).
 """
 
-import importlib.util
 import json
-import shutil
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -19,37 +16,16 @@ from stylebench_jax.encoders.neural import FlaxEncoderEmbedder
 from stylebench_jax.encoders.tokenizer import TextTokenizer
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.parallel import make_mesh
+from tests.helpers.fixtures import copy_model, model_dir, split_checkpoint
+from tests.helpers.fixtures import reference as load_reference
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
 FAMILIES = ("bert", "roberta")
 ATOL = 2e-5
-
-
-def load_reference(family: str) -> dict:
-    folder = FIXTURES / family / "reference"
-    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    return {"meta": meta, "model_dir": FIXTURES / family / "model",
-            **{name: np.load(folder / f"{name}.npy") for name in meta["arrays"]}}
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
 def reference(request) -> dict:
     return load_reference(request.param)
-
-
-def test_fixtures_match_the_script_that_writes_them():
-    """Editing the texts or the families in the script without re-running it fails here."""
-    spec = importlib.util.spec_from_file_location("make_torch_fixtures",
-                                                  REPO / "scripts" / "make_torch_fixtures.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)  # imports torch only inside functions
-    assert tuple(script.FAMILIES) == FAMILIES
-    for family in FAMILIES:
-        ref = load_reference(family)
-        assert ref["meta"]["texts"] == script.TEXTS
-        assert ref["meta"]["poolings"] == sorted(script.POOLINGS)
-        assert ref["meta"]["seed"] == script.SEEDS[family]
 
 
 def test_reference_is_discriminative(reference):
@@ -96,19 +72,39 @@ def test_embed_matches_transformers(reference, pooling, mesh):
     np.testing.assert_allclose(got, reference[pooling], atol=ATOL)
 
 
-def copy_model(tmp_path: Path, family: str = "bert") -> Path:
-    return Path(shutil.copytree(FIXTURES / family / "model", tmp_path / family))
-
-
 def test_shape_mismatch_names_the_parameter(tmp_path):
-    model_dir = copy_model(tmp_path)
-    config = json.loads((model_dir / "config.json").read_text())
+    folder = copy_model("bert", tmp_path)
+    config = json.loads((folder / "config.json").read_text())
     config["intermediate_size"] = 48
-    (model_dir / "config.json").write_text(json.dumps(config))
+    (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(UserInputError, match="intermediate"):
-        FlaxEncoderEmbedder(model_dir, progress=False)
+        FlaxEncoderEmbedder(folder, progress=False)
 
 
 def test_mesh_must_divide_heads():
     with pytest.raises(UserInputError, match="must divide the 4 heads"):
-        FlaxEncoderEmbedder(FIXTURES / "bert" / "model", mesh=make_mesh("data=1,model=8"), progress=False)
+        FlaxEncoderEmbedder(model_dir("bert"), mesh=make_mesh("data=1,model=8"), progress=False)
+
+
+def test_sharded_checkpoint_loads_block_by_block(tmp_path):
+    """BERT weights in three shards + index: each device receives only its block of every parameter,
+    and the vectors equal transformers'."""
+    folder = copy_model("roberta", tmp_path)
+    split_checkpoint(folder, 3)
+    ref = load_reference("roberta")
+    ours = FlaxEncoderEmbedder(folder, mesh=make_mesh("data=2,model=4"), pooling="cls", progress=False)
+    kernel = ours.params["encoder"]["layer_1"]["intermediate"]["kernel"]  # (embed 32, mlp 64)
+    assert {tuple(shard.data.shape) for shard in kernel.addressable_shards} == {(32, 16)}
+    np.testing.assert_allclose(ours.embed(ref["texts"]), ref["cls"], atol=ATOL)
+
+
+def test_prompt_is_tokenised_with_the_text_and_keyed():
+    mesh = make_mesh("data=1,model=1", devices=jax.devices()[:1])
+    plain = FlaxEncoderEmbedder(model_dir("bert"), mesh=mesh, progress=False)
+    prompted = FlaxEncoderEmbedder(model_dir("bert"), mesh=mesh, progress=False, prompt="the ")
+    assert "prompt=" not in plain.identity and "prompt=" in prompted.identity
+    texts = ["a dog ran", "cat"]
+    tokenizer = prompted.tokenizer
+    expected = prompted.encode_sequences([tokenizer.wrap(ids) for ids in
+                                          tokenizer.content_ids(["the " + text for text in texts])])
+    np.testing.assert_allclose(prompted.embed(texts), expected, atol=1e-6)

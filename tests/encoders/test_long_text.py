@@ -89,6 +89,7 @@ def _long_documents(data_root):
 def test_steb_chunks_equal_stebs_code_on_real_documents(steb_minilm, data_root):
     import spacy
 
+    from stylebench_jax.encoders.batching import token_sequences
     from stylebench_jax.text.chunking import steb_chunks
     from stylebench_jax.text.sentences import PARSER_PACKAGE, parser_sentences
     from tests.reference.steb_reference import chunk_text, get_model_max_length
@@ -101,7 +102,7 @@ def test_steb_chunks_equal_stebs_code_on_real_documents(steb_minilm, data_root):
     raw = embedder.tokenizer._tokenizer
     budget = 512 - embedder.tokenizer.n_special
     documents = _long_documents(data_root)
-    sequences, owners = embedder._sequences(documents)
+    sequences, owners = token_sequences(documents, embedder.tokenizer, max_length=512, long_text="steb")
     for index, text in enumerate(documents):
         expected = chunk_text(text, raw, 512, nlp)
         assert len(raw.encode(text, add_special_tokens=True)) > 512  # every one needs chunking
@@ -143,3 +144,13 @@ def test_steb_mode_pools_unnormalised_chunk_vectors(tmp_path):
     assert not np.allclose(np.linalg.norm(per_chunk, axis=1), 1.0)  # no Normalize module
     got = embedder.embed(["the cat sat .", text])
     np.testing.assert_allclose(got[1], per_chunk.astype(np.float64).mean(0), rtol=1e-5, atol=1e-6)
+
+
+def test_steb_modes_are_refused_for_decoders_before_any_file_is_read(tmp_path):
+    from stylebench_jax.encoders.neural import FlaxDecoderEmbedder, FlaxEncoderEmbedder
+    from stylebench_jax.errors import InvalidOption
+
+    FlaxEncoderEmbedder.check_options(long_text="steb")
+    for mode in ("steb", "steb-truncate"):
+        with pytest.raises(InvalidOption, match="long_text.*BERT-family"):
+            FlaxDecoderEmbedder(tmp_path / "absent", long_text=mode)

@@ -67,7 +67,7 @@ def test_eight_devices_equal_one_device(contrastive):
         spec = StepSpec(loss, total_steps=10, n_data=mesh.shape["data"], train_dropout=False)
         optimizer = make_optimizer(OptimConfig(learning_rate=1e-3), 10)
         step = compile_step(functools.partial(train_step, model=model, spec=spec, optimizer=optimizer), mesh)
-        state, metrics = step(init_state(model, params, optimizer), batch, jax.random.key(5))
+        state, metrics = step(init_state(params, optimizer, mesh), batch, jax.random.key(5))
         results.append((jax.tree.map(np.asarray, state.params), {k: float(v) for k, v in metrics.items()}))
     (p1, m1), (p8, m8) = results
     for key in m1:

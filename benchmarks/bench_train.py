@@ -1,0 +1,303 @@
+"""Train-step throughput and in-batch-negative capacity: our JAX step vs sentence-transformers (PyTorch).
+
+    python benchmarks/bench_train.py --batch 16 --length 128 --json benchmarks/results/train.json
+
+Both sides train all-MiniLM-L6-v2 on the same real text pairs (positive pairs of
+``stylebench prepare-pairs`` on the shared novels when ``runs/pairs/novels`` exists, else same-author
+Reuters C50 article pairs), cut at ``--length`` tokens, ``--batch`` pairs per step, AdamW 2e-5,
+dropout 0.1, float32, in one run on the same CPU:
+
+- ours: ``training.step.train_step`` under ``jax.shard_map`` (mean pooling, bidirectional in-batch
+  InfoNCE over the all-gathered batch, no classifier or adversary: the same work as the peer's loss),
+  plain and with gradient caching (``--chunk`` texts per chunk); on 1 device, and on 8 fake CPU devices
+  in a child process (XLA_FLAGS must be set before JAX starts);
+- peer: sentence-transformers ``MultipleNegativesRankingLoss`` (scale 20) and
+  ``CachedMultipleNegativesRankingLoss`` (mini-batch ``--chunk``), a plain PyTorch loop
+  (``loss(features, None).backward(); optimizer.step()``), torch threads = os CPUs.
+
+Throughput: examples (texts) per second over ``--steps`` steps after ``--warmup`` steps (compile
+time reported apart). Capacity: the largest global batch (pairs) whose step fits in ``--memory-gib``:
+ours from XLA's compiled memory analysis (arguments + outputs + temporaries, nothing allocated) at
+doubling batch sizes; the peer's from the peak RSS of one step at a few batch sizes in child
+processes, fitted linearly and extrapolated (labelled as such in the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def text_pairs(n: int, seed: int) -> tuple[list[str], list[str], str]:
+    """``n`` real positive pairs and where they come from."""
+    rng = np.random.default_rng(seed)
+    prepared = REPO / "runs" / "pairs" / "novels"
+    if (prepared / "pairs.parquet").exists() or (prepared / "pairs.jsonl").exists():
+        from stylebench_jax.data.pairs.output import load_pairs
+
+        cols = load_pairs(prepared, "train")
+        positive = [i for i, label in enumerate(cols["label"]) if label == 1]
+        chosen = rng.choice(positive, size=min(n, len(positive)), replace=False)
+        source = "prepare-pairs (novels)"
+        return [cols["text1"][i] for i in chosen], [cols["text2"][i] for i in chosen], source
+    data = Path(os.environ.get("STYLEBENCH_DATA", REPO.parent / "shared" / "data"))
+    with gzip.open(data / "reuters_c50" / "reuters_c50.tsv.gz", "rt", encoding="utf-8", newline="") as handle:
+        csv.field_size_limit(1 << 24)
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    by_author: dict[str, list[str]] = {}
+    for row in rows:
+        by_author.setdefault(row["author"], []).append(row["text"])
+    authors = sorted(by_author)
+    first, second = [], []
+    for _ in range(n):
+        texts = by_author[authors[rng.integers(len(authors))]]
+        i, j = rng.choice(len(texts), size=2, replace=False)
+        first.append(texts[i])
+        second.append(texts[j])
+    return first, second, "reuters_c50 same-author articles"
+
+
+# ------------------------------------------------------------------------------------------ ours
+
+def ours_setup(batch: int, length: int, chunk: int | None, n_devices: int):
+    import functools
+
+    import jax
+
+    from stylebench_jax.encoders.loading import read_encoder_dir
+    from stylebench_jax.encoders.registry import minilm_dir
+    from stylebench_jax.parallel import make_mesh
+    from stylebench_jax.training.config import LossConfig, OptimConfig
+    from stylebench_jax.training.data import PairSet, tokenize_table
+    from stylebench_jax.training.model import BiEncoder
+    from stylebench_jax.training.step import StepSpec, compile_step, init_state, make_optimizer, train_step
+    from stylebench_jax.training.trainer import initial_params
+
+    base = read_encoder_dir(minilm_dir())
+    mesh = make_mesh(f"data={n_devices}", jax.devices()[:n_devices])
+    model = BiEncoder(base.config, pooling="mean", classifier="mlp", use_style_features=False, n_topics=0,
+                      dropout_rate=0.1)
+    loss = LossConfig(ce_weight=0.0, contrastive="infonce", contrastive_weight=1.0, adversary_weight=0.0)
+    spec = StepSpec(loss, total_steps=1000, n_data=n_devices, embed_chunk=chunk, use_ce=False,
+                    use_topics=False, train_dropout=True)
+    optimizer = make_optimizer(OptimConfig(), 1000)
+    params = initial_params(model, base, mesh, 0, 1 / 20)  # temperature 0.05 = MNRL's scale 20
+    state = init_state(params, optimizer, mesh)
+    step = compile_step(functools.partial(train_step, model=model, spec=spec, optimizer=optimizer), mesh,
+                        jax.tree.map(lambda x: x.sharding, state))
+
+    def make_batch(first, second):
+        texts = list(first) + list(second)
+        groups = np.arange(len(texts)) % len(first)
+        table = tokenize_table(texts, groups, np.full(len(texts), -1), base.tokenizer, length)
+        pairs = PairSet(table, np.arange(len(first)), np.arange(len(first), len(texts)),
+                        np.ones(len(first), np.int32))
+        from stylebench_jax.parallel import batch_sharding
+
+        host = pairs.batch(np.arange(len(first)))
+        return {k: jax.device_put(v, batch_sharding(mesh, v.ndim)) for k, v in host.items()}
+
+    return state, step, make_batch, jax.random.key(0)
+
+
+def ours_throughput(first, second, batch, length, steps, warmup, chunk, n_devices) -> dict:
+    import jax
+
+    state, step, make_batch, rng = ours_setup(batch, length, chunk, n_devices)
+    batches = [make_batch(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
+               for i in range(steps + warmup)]
+    start = time.perf_counter()
+    state, metrics = step(state, batches[0], rng)
+    jax.block_until_ready(metrics)
+    compile_s = time.perf_counter() - start
+    for b in batches[1:warmup]:
+        state, metrics = step(state, b, rng)
+    jax.block_until_ready(metrics)
+    start = time.perf_counter()
+    for b in batches[warmup:]:
+        state, metrics = step(state, b, rng)
+    jax.block_until_ready(metrics)
+    seconds = time.perf_counter() - start
+    return {"examples_per_s": 2 * batch * steps / seconds, "step_s": seconds / steps,
+            "first_step_s": compile_s, "loss": float(metrics["loss"])}
+
+
+def ours_memory(batch: int, length: int, chunk: int | None) -> int:
+    """Bytes XLA's compiled step needs (arguments + outputs + temporaries - aliased), 1 device."""
+    state, step, make_batch, rng = ours_setup(batch, length, chunk, 1)
+    vocab_batch = make_batch(["x"] * batch, ["y"] * batch)
+    stats = step.lower(state, vocab_batch, rng).compile().memory_analysis()
+    return int(stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
+               - stats.alias_size_in_bytes)
+
+
+# ------------------------------------------------------------------------------------------ peer
+
+def peer_setup(loss_name: str, chunk: int, length: int):
+    import torch
+    from sentence_transformers import SentenceTransformer, losses
+
+    from stylebench_jax.encoders.registry import minilm_dir
+
+    torch.manual_seed(0)
+    torch.set_num_threads(os.cpu_count() or 1)
+    model = SentenceTransformer(str(minilm_dir()), device="cpu")
+    model.max_seq_length = length
+    model.train()
+    if loss_name == "mnrl":
+        loss = losses.MultipleNegativesRankingLoss(model, scale=20.0)
+    else:
+        loss = losses.CachedMultipleNegativesRankingLoss(model, scale=20.0, mini_batch_size=chunk)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01)
+
+    def step(first, second):
+        features = [model.tokenize(list(first)), model.tokenize(list(second))]
+        optimizer.zero_grad()
+        value = loss(features, None)
+        value.backward()
+        optimizer.step()
+        return float(value)
+
+    return step
+
+
+def peer_throughput(first, second, batch, length, steps, warmup, chunk, loss_name) -> dict:
+    step = peer_setup(loss_name, chunk, length)
+    start = time.perf_counter()
+    step(first[:batch], second[:batch])
+    first_s = time.perf_counter() - start
+    for i in range(1, warmup):
+        step(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
+    start = time.perf_counter()
+    for i in range(warmup, warmup + steps):
+        value = step(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
+    seconds = time.perf_counter() - start
+    return {"examples_per_s": 2 * batch * steps / seconds, "step_s": seconds / steps, "first_step_s": first_s,
+            "loss": value}
+
+
+def child_peak_rss(kind: str, batch: int, length: int, chunk: int) -> int:
+    """Peak RSS (bytes) of a child process running two steps of ``kind`` at ``batch`` pairs."""
+    code = (f"import sys; sys.path.insert(0, {str(REPO)!r}); import benchmarks.bench_train as b; "
+            f"f, s, _ = b.text_pairs({2 * batch}, 0); step = b.peer_setup({kind!r}, {chunk}, {length}); "
+            f"step(f[:{batch}], s[:{batch}]); step(f[{batch}:], s[{batch}:]); import resource; "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600)
+    if out.returncode:
+        raise RuntimeError(out.stderr[-2000:])
+    return int(out.stdout.strip().splitlines()[-1]) * 1024
+
+
+# ------------------------------------------------------------------------------------------ main
+
+def largest_batch(measure, start: int, limit: int, ceiling: int) -> tuple[int, list]:
+    """Double the batch from ``start`` while ``measure(batch) <= limit`` bytes (up to ``ceiling``)."""
+    points, batch, best = [], start, None
+    while batch <= ceiling:
+        used = measure(batch)
+        points.append((batch, used))
+        if used > limit:
+            break
+        best = batch
+        batch *= 2
+    return best, points
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, default=16, help="pairs per step (default 16)")
+    parser.add_argument("--length", type=int, default=128, help="tokens per text (default 128)")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--chunk", type=int, default=16, help="texts per gradient-caching chunk")
+    parser.add_argument("--devices", default="1,8", help="device counts for our step (default 1,8)")
+    parser.add_argument("--memory-gib", type=float, default=20.0)
+    parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--skip-peer", action="store_true")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "train.json")
+    args = parser.parse_args()
+    n_pairs = args.batch * (args.steps + args.warmup)
+    first, second, source = text_pairs(n_pairs, 0)
+    if args.child:  # ours on N fake devices, printed as JSON for the parent
+        n = int(args.child)
+        result = ours_throughput(first, second, args.batch, args.length, args.steps, args.warmup, None, n)
+        print(json.dumps(result))
+        return 0
+    rows = []
+    for n in (int(x) for x in args.devices.split(",")):
+        if n == 1:
+            for chunk in (None, args.chunk):
+                result = ours_throughput(first, second, args.batch, args.length, args.steps, args.warmup,
+                                         chunk, 1)
+                rows.append({"system": "ours", "devices": 1, "gradient_caching": chunk is not None, **result})
+        else:
+            env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={n}",
+                   "JAX_PLATFORMS": "cpu"}
+            out = subprocess.run([sys.executable, __file__, "--child", str(n), "--batch", str(args.batch),
+                                  "--length", str(args.length), "--steps", str(args.steps), "--warmup",
+                                  str(args.warmup)], env=env, capture_output=True, text=True, timeout=7200)
+            if out.returncode:
+                raise RuntimeError(out.stderr[-3000:])
+            rows.append({"system": "ours", "devices": n, "gradient_caching": False,
+                         **json.loads(out.stdout.strip().splitlines()[-1])})
+    if not args.skip_peer:
+        for loss_name in ("mnrl", "cached_mnrl"):
+            result = peer_throughput(first, second, args.batch, args.length, args.steps, args.warmup,
+                                     args.chunk, loss_name)
+            rows.append({"system": f"sentence-transformers {loss_name}", "devices": 1,
+                         "gradient_caching": loss_name == "cached_mnrl", **result})
+    peer = {r["gradient_caching"]: r["examples_per_s"] for r in rows if r["system"].startswith("sentence")}
+    print(f"\nTrain step, MiniLM, {args.batch} pairs x {args.length} tokens, {source}; "
+          f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()}")
+    print(f"{'system':<36} {'dev':>3} {'cache':>5} {'ex/s':>8} {'step s':>8} {'first s':>8} {'vs peer':>8}")
+    for r in rows:
+        ratio = r["examples_per_s"] / peer[r["gradient_caching"]] if peer else float("nan")
+        r["ratio_vs_peer_same_caching"] = ratio
+        print(f"{r['system']:<36} {r['devices']:>3} {str(r['gradient_caching']):>5} "
+              f"{r['examples_per_s']:>8.2f} {r['step_s']:>8.2f} {r['first_step_s']:>8.1f} {ratio:>8.2f}")
+    memory = {}
+    if not args.skip_memory:
+        limit = int(args.memory_gib * 2**30)
+        for chunk in (None, args.chunk):
+            best, points = largest_batch(lambda b, c=chunk: ours_memory(b, args.length, c), args.batch, limit,
+                                         1 << 16)
+            memory[f"ours{'_cached' if chunk else ''}"] = {"largest_batch": best, "points": points,
+                                                             "method": "XLA compiled memory analysis"}
+        if not args.skip_peer:
+            for kind in ("mnrl", "cached_mnrl"):
+                points = [(b, child_peak_rss(kind, b, args.length, args.chunk)) for b in (16, 32, 64)]
+                xs, ys = np.array([p[0] for p in points], float), np.array([p[1] for p in points], float)
+                slope, intercept = np.polyfit(xs, ys, 1)
+                predicted = int((limit - intercept) / slope) if slope > 0 else None
+                memory[f"peer_{kind}"] = {"largest_batch": predicted, "points": points,
+                                          "method": "peak RSS at 16/32/64 pairs, linear fit, extrapolated",
+                                          "bytes_per_pair": slope}
+        print(f"\nLargest global batch (pairs) within {args.memory_gib} GiB:")
+        for name, entry in memory.items():
+            print(f"  {name:<20} {str(entry['largest_batch']):>8}  ({entry['method']})")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    record = {"rows": rows, "memory": memory, "args": vars(args) | {"json": str(args.json)}, "source": source,
+              "load": os.getloadavg(), "ru_maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+    args.json.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
