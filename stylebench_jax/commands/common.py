@@ -33,8 +33,8 @@ spaCy's sentencizer, pack chunks within the model's budget (sentence_bert_config
 MiniLM), cut over-long sentences into windows, mean-pool the chunk vectors), truncate (keep the
 first budget tokens), steb (STEB's chunk-and-pool: budget = the tokenizer's model_max_length, 512
 for MiniLM; sentences from the en_core_web_sm parser; over-long sentences truncated; mean pooling,
-no normalisation, as STEB's generic loader), steb-truncate (STEB's settings, each text truncated:
-its App. F comparison)"""
+no normalisation, no prompt, as STEB's generic loader; BERT-family encoders only), steb-truncate
+(STEB's settings, each text truncated: its App. F comparison)"""
 
 
 def add_long_text_arguments(parser: argparse.ArgumentParser) -> None:
