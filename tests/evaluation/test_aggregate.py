@@ -76,3 +76,14 @@ def test_blank_cells_are_explained_once_per_column_and_tables_survive_a_json_rou
     assert any(note.startswith("— = not computable") for note in operational.notes)
     # scores.json is written with sorted keys; the report re-rendered from it must not change
     assert score_tables(json.loads(json.dumps(scores, sort_keys=True))) == tables
+
+
+def test_stel_quadruples_alone_give_no_steb_score_and_say_why():
+    rows = [{"model": model, "dataset": "stel", "subset": "formality", "task": "order_quad", "metric": metric,
+             "primary": metric == "accuracy", "value": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 100}
+            for model in ("a", "b", "c") for metric in ("accuracy", "distractor_accuracy")]
+    scores = aggregate_scores(rows)
+    for name in ("operational", "definitional"):
+        assert scores[name]["available"] is False
+        assert scores[name]["reason"].startswith(f"no unit of this run is part of STEB's {name} score")
+        assert "order_list units of the stel dataset" in scores[name]["reason"]
