@@ -41,8 +41,9 @@ EXTRAS = {
     # `stylebench raven`: PAN metrics, PPM and the AV baselines use only NumPy/SciPy/scikit-learn (core);
     # the report's figures need matplotlib.
     "raven": ["matplotlib==3.11.2"],
-    # `stylebench data build`: MinHash LSH near-duplicates, Parquet export.
-    "authbench": ["datasketch>=1.6,<3", "pyarrow>=14"],
+    # `stylebench data build`: MinHash LSH near-duplicates, the Parquet export (on by default; tested with
+    # pyarrow 26.0.1).
+    "authbench": ["datasketch>=1.6,<3", "pyarrow>=16,<27"],
     # TensorFlow Datasets builder directories (array_record / parquet), written and read without
     # TensorFlow; ~11 s and ~50 MB to install here, so it is part of "all".
     "tfds": ["tensorflow-datasets>=4.9.6,<5", "array-record>=0.5"],

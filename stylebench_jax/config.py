@@ -247,6 +247,20 @@ def load_config(path: str | Path, schema: type[T], overrides: Sequence[str] = ()
     return build(schema, apply_overrides(data, overrides, schema, locator), locator)
 
 
+def locate_field(path: str | Path, schema: type, overrides: Sequence[str],
+                 error: InvalidField) -> ConfigError:
+    """An ``InvalidField`` found after loading (a file the config names, a topic count the corpus
+    cannot give) as ``file:line: key.path: message`` of the config at ``path`` (or of the override
+    that set the key)."""
+    data, locator = read_yaml(path)
+    apply_overrides(data, overrides, schema, locator)
+    try:
+        keys = parse_path(error.field)
+    except ValueError:
+        keys = (error.field,)
+    return locator.error(keys, error.message)
+
+
 def build(schema: type[T], data: Any, locator: Locator, keys: KeyPath = ()) -> T:
     """Check ``data`` against ``schema`` and construct it; errors are located by ``locator``."""
     return _convert(schema, data, locator, tuple(keys))

@@ -26,9 +26,11 @@ following AuthBench's construction pipeline (App. A):
               source / thread in two splits
 
 Writes to the config's `output` folder: manifest.json (counts per stage, rule, bucket and split,
-candidate-pool statistics, bad records, the resolved config, SHA-256 of every split file),
+candidate-pool statistics, bad records, the resolved config with the salt replaced by its
+SHA-256 and author names in aliases/exclusions by salted hashes, SHA-256 of every split file),
 splits/<split>.jsonl, release/<split>.jsonl (manifest-only release: ids, hashes, offsets, no
-text), and optionally parquet/ and a TensorFlow Datasets builder directory (tfds/). The same
+text), parquet/<split>.parquet (the same records; export.parquet=false turns it off) and
+optionally a TensorFlow Datasets builder directory (tfds/). The same
 config twice gives byte-identical manifest.json and splits. Config schema:
 stylebench_jax/data/construct/config.py; a ready config: configs/data/authbench_en.yaml.
 """
@@ -37,7 +39,7 @@ EPILOG = """\
 examples:
   stylebench data build configs/data/authbench_en.yaml
   stylebench data build configs/data/authbench_en.yaml output=runs/data/en_small sampling.total=2000
-  stylebench data build my.yaml export.tfds=array_record export.parquet=true
+  stylebench data build my.yaml export.tfds=array_record export.parquet=false
 
 A config problem is reported as FILE:LINE: key.path: what was expected (exit code 2).
 """
@@ -63,7 +65,8 @@ def run_build(args: argparse.Namespace) -> int:
     import dataclasses
 
     from stylebench_jax.commands.common import default_data_root
-    from stylebench_jax.data.construct import build_benchmark, load_build_config
+    from stylebench_jax.config import InvalidField, locate_field
+    from stylebench_jax.data.construct import BuildConfig, build_benchmark, load_build_config
     from stylebench_jax.errors import UserInputError
 
     config = load_build_config(args.config, args.overrides)
@@ -76,6 +79,9 @@ def run_build(args: argparse.Namespace) -> int:
     output = Path(config.output)
     if output.exists() and not output.is_dir():
         raise UserInputError(f"{args.config}: output: {output} exists and is not a directory")
-    build_benchmark(config, log=(lambda message: None) if args.quiet else
-                    (lambda message: print(message, file=sys.stderr)))
+    try:
+        build_benchmark(config, log=(lambda message: None) if args.quiet else
+                        (lambda message: print(message, file=sys.stderr)))
+    except InvalidField as error:  # a file, tokenizer, hook or package the config names
+        raise locate_field(args.config, BuildConfig, list(args.overrides), error) from None
     return 0

@@ -49,6 +49,12 @@ recomputed, never reused; run_info.json records them.
 Models: 'minilm', a local model directory, or 'baseline:<name>' (e.g. baseline:char3gram,
 baseline:punctuation, baseline:word_length, baseline:uppercase, baseline:levenshtein,
 baseline:function_words, baseline:tfidf, baseline:stylometric).
+
+Benchmarks you built with `stylebench data build`: --built DIR (the build's output folder) runs
+AuthBench's attribution and verification on the split its config's evaluation.split names, with
+the protocol of its manifest (Ks, negatives); the dataset is named by the manifest's `name`.
+With --suite as well, the built benchmarks are added to the suite. A suite file may list them
+too: `- built: runs/data/my_bench`.
 """
 
 EPILOG = """\
@@ -59,6 +65,8 @@ baseline:uppercase,baseline:levenshtein
   stylebench eval --suite quick --models minilm,baseline:char3gram,baseline:tfidf --output runs/quick
   stylebench eval --suite full --models ./my-model --datasets stel,cds_samples --output runs/mine --force
   stylebench eval --suite quick --models minilm --long-text steb --output runs/quick_steb
+  stylebench data build my_bench.yaml output=runs/data/my_bench
+  stylebench eval --built runs/data/my_bench --models minilm,baseline:tfidf --output runs/my_bench
 """
 
 
@@ -68,8 +76,11 @@ def register(subparsers) -> None:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", required=True, metavar="A,B,...",
                         help="comma-separated model names (see above)")
-    parser.add_argument("--suite", required=True, metavar="NAME|PATH",
-                        help="suite name (stel, quick, full) or a suite YAML file")
+    parser.add_argument("--suite", default=None, metavar="NAME|PATH",
+                        help="suite name (stel, quick, full, authbench) or a suite YAML file "
+                             "(required unless --built is given)")
+    parser.add_argument("--built", default=None, metavar="DIR,DIR,...",
+                        help="output folders of `stylebench data build` to evaluate (added to --suite)")
     parser.add_argument("--output", required=True, metavar="DIR", help="output directory (created)")
     add_data_root_argument(parser)
     parser.add_argument("--datasets", default=None, metavar="A,B,...",
@@ -106,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
     check_positive(args.batch_size, "--batch-size")
     check_positive(args.max_length, "--max-length")
     check_positive(args.seed, "--seed", allow_zero=True)
+    if args.suite is None and args.built is None:
+        raise UserInputError("--suite: required unless --built is given")
+    built = [Path(p) for p in split_names(args.built, "--built")] if args.built else []
     check_output_dir(Path(args.output), "--output")
     if not args.no_cache:
         check_cache_dir(args.cache_dir)
@@ -122,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         mesh=build_mesh(args.mesh), batch_size=args.batch_size, long_text=args.long_text,
         max_length=args.max_length,
         cache_dir=Path(args.cache_dir) if args.cache_dir else None, use_cache=not args.no_cache,
-        progress=not args.quiet,
+        progress=not args.quiet, built=built,
         options={k: v for k, v in sorted(vars(args).items()) if k not in ("func", "command")})
     outcome = run_evaluation(request)
     print(outcome.summary())

@@ -59,22 +59,8 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _located(config_path: Path, overrides: list[str], field: str, message: str) -> UserInputError:
-    """A library ``InvalidField`` (key path) as ``file:line: key.path: message``."""
-    from stylebench_jax.config import apply_overrides, parse_path, read_yaml
-    from stylebench_jax.raven.config import RavenConfig
-
-    data, locator = read_yaml(config_path)
-    apply_overrides(data, overrides, RavenConfig, locator)
-    try:
-        keys = parse_path(field)
-    except ValueError:
-        keys = (field,)
-    return locator.error(keys, message)
-
-
 def run(args: argparse.Namespace) -> int:
-    from stylebench_jax.config import InvalidField, load_config
+    from stylebench_jax.config import InvalidField, load_config, locate_field
     from stylebench_jax.raven.config import RavenConfig
 
     output = Path(args.output)
@@ -103,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         outcome = run_raven(request)
     except InvalidField as error:
-        raise _located(config_path, list(args.overrides), error.field, error.message) from None
+        raise locate_field(config_path, RavenConfig, list(args.overrides), error) from None
     write_json(output / "raven.json", outcome.report)
     paths = write_raven_report(output, outcome.report)
     outcome.run_info["command"] = {"config": str(config_path), "overrides": list(args.overrides),

@@ -6,11 +6,19 @@ genre, subgenre, token length) plus an optional topic (F.5's topic-selected pool
 Every document is a query and a candidate of the same within-split pool (AuthBench A.8).
 
 ``load_built_split(directory, split)`` reads ``<directory>/splits/<split>.jsonl`` as written by
-``data.construct.export``; :data:`SPEC` makes the ready benchmark ``authbench_en``
-(``configs/data/authbench_en.yaml``) a dataset of the registry: its units are the ``test`` split
-(``size: full``) or a seeded sample of ``QUICK_AUTHORS`` of its authors with all their documents
-(``size: quick``). The built benchmark is looked up as ``<data root>/authbench_en`` first, then
-``runs/data/authbench_en`` (the ready config's output, relative to the working directory).
+``data.construct.export``; without ``split`` it reads the split the build config's
+``evaluation.split`` names (recorded in ``manifest.json``; ``test`` by default).
+
+Two ways to evaluate a built benchmark:
+
+* any build output directory, by path: :func:`load_built_units` (a suite entry ``- built: DIR`` or
+  ``stylebench eval --built DIR``); the dataset is named by the manifest's ``name``;
+* the ready benchmark ``authbench_en`` (``configs/data/authbench_en.yaml``) by name, :data:`SPEC`,
+  looked up as ``<data root>/authbench_en`` first, then ``runs/data/authbench_en`` (the ready
+  config's output, relative to the working directory).
+
+Units are the evaluation split (``size: full``) or a seeded sample of ``QUICK_AUTHORS`` of its
+authors with all their documents (``size: quick``).
 """
 
 from __future__ import annotations
@@ -81,9 +89,8 @@ class AuthorshipSet(Payload):
         return list(self.texts)
 
 
-def evaluation_protocol(directory: str | Path) -> dict:
-    """The build config's ``evaluation`` section from ``<directory>/manifest.json`` (defaults when
-    the manifest or the section is absent)."""
+def read_manifest(directory: str | Path) -> dict:
+    """``<directory>/manifest.json`` ({} when absent); ``UserInputError`` naming the line if invalid."""
     path = Path(directory) / "manifest.json"
     if not path.is_file():
         return {}
@@ -91,14 +98,73 @@ def evaluation_protocol(directory: str | Path) -> dict:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise located(path, f"invalid JSON ({error.msg})", line=error.lineno) from None
-    section = manifest.get("config", {}).get("evaluation", {})
-    return {key: tuple(value) if key == "ks" else value for key, value in section.items()
-            if key in ("ks", "mrr_cutoff", "negatives_per_query")}
+    if not isinstance(manifest, dict):
+        raise located(path, "expected a JSON object (the manifest of stylebench data build)")
+    return manifest
 
 
-def load_built_split(directory: str | Path, split: str = SPLIT) -> AuthorshipSet:
+def evaluation_protocol(directory: str | Path) -> dict:
+    """The build config's ``evaluation`` section from ``<directory>/manifest.json`` (defaults when
+    the manifest or the section is absent): ``ks``, ``mrr_cutoff``, ``negatives_per_query`` and
+    ``split``."""
+    path = Path(directory) / "manifest.json"
+    config = read_manifest(directory).get("config", {})
+    if not isinstance(config, dict):
+        raise located(path, f"'config': expected an object (the build config), found {type(config).__name__}")
+    section = config.get("evaluation", {})
+    if not isinstance(section, dict):
+        raise located(path, f"'config.evaluation': expected an object, found {type(section).__name__}")
+    expected = {"ks": "a list of positive integers", "mrr_cutoff": "a positive integer",
+                "negatives_per_query": "a positive integer", "split": "a split name"}
+    out = {}
+    for key, value in section.items():
+        if key not in expected:
+            continue
+        if key == "ks":
+            valid = isinstance(value, list) and bool(value) and all(_positive_int(k) for k in value)
+            value = tuple(value) if valid else value
+        else:
+            valid = isinstance(value, str) and bool(value) if key == "split" else _positive_int(value)
+        if not valid:
+            raise located(path, f"'config.evaluation.{key}': expected {expected[key]}, found {value!r}")
+        out[key] = value
+    return out
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def evaluation_split(directory: str | Path) -> str:
+    """The split a build is evaluated on: its config's ``evaluation.split`` (default ``test``)."""
+    return evaluation_protocol(directory).get("split", SPLIT)
+
+
+def built_name(directory: str | Path) -> str:
+    """The dataset name of a build output directory: its manifest's ``name``. ``UserInputError``
+    when the directory, its manifest, the name or the evaluation split's file is missing."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UserInputError(f"{directory}: not a directory; expected the output folder of "
+                             "stylebench data build (manifest.json, splits/)")
+    manifest = read_manifest(directory)
+    if not (directory / "manifest.json").is_file():
+        raise UserInputError(f"{directory}: no manifest.json; expected the output folder of "
+                             "stylebench data build")
+    name = manifest.get("name")
+    if not isinstance(name, str) or not name:
+        raise located(directory / "manifest.json", f"expected a non-empty string 'name', found {name!r}")
+    split = evaluation_split(directory)
+    if not (directory / "splits" / f"{split}.jsonl").is_file():
+        raise UserInputError(f"{directory}: splits/{split}.jsonl not found (the manifest's evaluation "
+                             f"split is {split!r})")
+    return name
+
+
+def load_built_split(directory: str | Path, split: str | None = None) -> AuthorshipSet:
     """The documents of ``<directory>/splits/<split>.jsonl`` (file order) as an AuthorshipSet, with
-    the evaluation protocol of the build's manifest."""
+    the evaluation protocol of the build's manifest; ``split=None``: the manifest's evaluation split."""
+    split = evaluation_split(directory) if split is None else split
     path = Path(directory) / "splits" / f"{split}.jsonl"
     if not path.is_file():
         raise UserInputError(f"{path}: built benchmark split not found; build it first "
@@ -121,7 +187,8 @@ def load_built_split(directory: str | Path, split: str = SPLIT) -> AuthorshipSet
         languages=[r["language"] for r in rows], genres=[r["genre"] for r in rows],
         subgenres=[r.get("subgenre") or "" for r in rows],
         token_lengths=[int(r["token_length"]) for r in rows],
-        topics=topics if any(t is not None for t in topics) else None, **evaluation_protocol(directory))
+        topics=topics if any(t is not None for t in topics) else None,
+        **{k: v for k, v in evaluation_protocol(directory).items() if k != "split"})
 
 
 def subsample_authors(payload: AuthorshipSet, n_authors: int, rng: np.random.Generator) -> AuthorshipSet:
@@ -144,19 +211,28 @@ def subsample_authors(payload: AuthorshipSet, n_authors: int, rng: np.random.Gen
 
 def built_directory(data_root: str | Path) -> Path:
     for candidate in (Path(data_root) / NAME, Path("runs") / "data" / NAME):
-        if (candidate / "splits" / f"{SPLIT}.jsonl").is_file():
+        if (candidate / "manifest.json").is_file() and (candidate / "splits").is_dir():
             return candidate
     raise UserInputError(f"dataset {NAME!r}: no built benchmark in {Path(data_root) / NAME} or "
                          f"runs/data/{NAME}; build it first with: {BUILD_COMMAND}")
 
 
-def build_units(data_root: str | Path, *, size: str = "quick", seed: int = 0) -> list[EvalUnit]:
-    """Attribution and verification units over the built benchmark's test split."""
+def load_built_units(directory: str | Path, *, size: str = "quick", seed: int = 0,
+                     name: str | None = None) -> list[EvalUnit]:
+    """Attribution and verification units over the evaluation split of the build in ``directory``
+    (dataset name: ``name``, default the manifest's; subset: the split's name)."""
     check_size(size)
-    payload = load_built_split(built_directory(data_root), SPLIT)
+    name = built_name(directory) if name is None else name
+    split = evaluation_split(directory)
+    payload = load_built_split(directory, split)
     if size == "quick":
-        payload = subsample_authors(payload, QUICK_AUTHORS, unit_rng(seed, NAME, SPLIT))
-    return [EvalUnit(NAME, SPLIT, "attribution", payload), EvalUnit(NAME, SPLIT, "verification", payload)]
+        payload = subsample_authors(payload, QUICK_AUTHORS, unit_rng(seed, name, split))
+    return [EvalUnit(name, split, "attribution", payload), EvalUnit(name, split, "verification", payload)]
+
+
+def build_units(data_root: str | Path, *, size: str = "quick", seed: int = 0) -> list[EvalUnit]:
+    """The units of the ready benchmark ``authbench_en`` (module docstring)."""
+    return load_built_units(built_directory(data_root), size=size, seed=seed, name=NAME)
 
 
 SPEC = DatasetSpec(

@@ -40,7 +40,7 @@ class EvalRequest:
     """Everything ``stylebench eval`` was asked to do (CLI flags, already parsed)."""
 
     models: Sequence[str]
-    suite: str
+    suite: str | None  # a suite name or file; None: only the ``built`` folders
     output_dir: Path
     data_root: Path
     seed: int = 0
@@ -55,6 +55,7 @@ class EvalRequest:
     use_cache: bool = True
     progress: bool = True
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    built: Sequence[Path] = ()  # `stylebench data build` output folders evaluated besides the suite
 
 
 @dataclasses.dataclass
@@ -78,6 +79,8 @@ class EvalOutcome:
 def _check_request(request: EvalRequest) -> None:
     if not request.models:
         raise InvalidOption("models", "expected at least one model")
+    if request.suite is None and not request.built:
+        raise InvalidOption("suite", "expected a suite, or built benchmark folders (built)")
     if not Path(request.data_root).is_dir():
         raise InvalidOption("data_root", f"{request.data_root}: not a directory")
     if request.output_dir.exists() and not request.output_dir.is_dir():
@@ -92,14 +95,14 @@ def _check_request(request: EvalRequest) -> None:
 
 def _select_datasets(suite, requested: Sequence[str] | None) -> list[tuple[str, str]]:
     """``[(dataset, size)]`` of the suite, restricted to ``requested`` (in suite order)."""
-    entries = [(entry.dataset, entry.size) for entry in suite.datasets]
+    entries = [(entry.name, entry.size) for entry in suite.datasets]
     if requested is None:
         return entries
     from stylebench_jax.data.registry import DATASETS
 
     in_suite = [name for name, _ in entries]
     for name in requested:
-        if name not in DATASETS:
+        if name not in DATASETS and name not in in_suite:
             raise InvalidOption("datasets", f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
         if name not in in_suite:
             raise InvalidOption("datasets", f"{name!r} is not in suite {suite.name!r} "
@@ -140,11 +143,13 @@ def _environment() -> dict[str, Any]:
 
 def run_evaluation(request: EvalRequest) -> EvalOutcome:
     """Run ``request`` and write every output file; see the module docstring for the steps."""
-    from stylebench_jax.data.suites import load_suite
+    from stylebench_jax.data.suites import load_suite, with_built
 
     started = time.perf_counter()
     _check_request(request)
-    suite = load_suite(request.suite)
+    suite = load_suite(request.suite) if request.suite is not None else None
+    if request.built:
+        suite = with_built(suite, request.built)
     datasets = _select_datasets(suite, request.datasets)
     mesh = resolve_mesh(request.mesh)
     models = _resolve_models(request, mesh)

@@ -22,7 +22,8 @@ by descending score; a non-relevant candidate whose score *equals* a relevant on
 it (ties are broken against the query); relevant candidates tied with each other take consecutive
 positions. A model that scores every candidate the same therefore finds nothing in the top K
 instead of scoring by tie luck. (scikit-learn's ``ndcg_score`` instead averages over the orders of
-tied items, and AuthBench's released code takes ``torch.topk``'s arbitrary order; both agree with
+tied items, and AuthBench's code (github.com/mao-code/AURA_Bench, commit b73d8de, ``eval/metrics.py``
+``ranking_metrics_for_query``) takes ``torch.topk``'s arbitrary order; both agree with
 this rule whenever scores are distinct.)
 
 Two entry points: :func:`ranking_metrics` for a dense ``[Q, N]`` score matrix, and

@@ -8,11 +8,13 @@ types and the checks below come out as ``file:line: key.path: message``. Default
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Literal
 
 from stylebench_jax.config import InvalidField
 
-CORPORA = ("bible_8_versions", "reuters_c50")
+CORPORA = ("bible_8_versions", "reuters_c50", "file", "built")
+FILE_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".tsv": "tsv", ".tab": "tsv", ".csv": "csv"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +38,70 @@ class ReutersCorpus:
 
 
 @dataclasses.dataclass(frozen=True)
+class FileCorpus:
+    """Any author-labelled file, one document per record: JSON Lines (``.jsonl``), tab-separated
+    (``.tsv``) or comma-separated (``.csv``) with a header line, each optionally gzipped (``.gz``).
+    ``text``, ``author`` and ``topic`` name the record's fields (JSON keys or header columns).
+    Without ``topic`` the topics are derived by clustering (``corpus.derive_topics`` is then
+    required). ``path``: absolute or relative to the working directory."""
+
+    path: Path
+    text: str = dataclasses.field(default="text", metadata={"non_empty": True})
+    author: str = dataclasses.field(default="author", metadata={"non_empty": True})
+    topic: str | None = None
+    format: Literal["auto", "jsonl", "tsv", "csv"] = "auto"
+
+    def __post_init__(self):
+        path = Path(self.path)
+        if not path.is_file():
+            raise InvalidField("path", f"{path}: file not found (relative paths start at the working "
+                                       "directory)")
+        if self.format == "auto" and self.resolved_format is None:
+            raise InvalidField("format", f"cannot tell the format of {path.name} from its suffix; expected "
+                                         f"{', '.join(FILE_FORMATS)} (optionally .gz) or set format")
+
+    @property
+    def resolved_format(self) -> str | None:
+        if self.format != "auto":
+            return self.format
+        suffixes = [s.lower() for s in Path(self.path).suffixes]
+        if suffixes and suffixes[-1] == ".gz":
+            suffixes.pop()
+        return FILE_FORMATS.get(suffixes[-1]) if suffixes else None
+
+
+@dataclasses.dataclass(frozen=True)
+class BuiltCorpus:
+    """The output folder of ``stylebench data build``: the documents of its ``splits`` (default:
+    every split the build wrote), author = the hashed author id, topic = the records' ``topic`` field
+    (a build whose records have none needs ``corpus.derive_topics``). ``path``: absolute or relative
+    to the working directory."""
+
+    path: Path
+    splits: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        path = Path(self.path)
+        if not (path / "manifest.json").is_file() or not (path / "splits").is_dir():
+            raise InvalidField("path", f"{path}: not the output folder of stylebench data build (expected "
+                                       "manifest.json and splits/)")
+        if self.splits is not None:
+            if not self.splits:
+                raise InvalidField("splits", "expected a non-empty list of split names, found []")
+            for index, split in enumerate(self.splits):
+                if not (path / "splits" / f"{split}.jsonl").is_file():
+                    found = sorted(p.stem for p in (path / "splits").glob("*.jsonl"))
+                    raise InvalidField(f"splits[{index}]", f"{path}: no split {split!r}; the build has "
+                                                           f"{', '.join(found) or 'none'}")
+
+    @property
+    def split_names(self) -> tuple[str, ...]:
+        if self.splits is not None:
+            return self.splits
+        return tuple(sorted(p.stem for p in (Path(self.path) / "splits").glob("*.jsonl")))
+
+
+@dataclasses.dataclass(frozen=True)
 class DerivedTopics:
     """Topics by clustering: k-means (``n_topics`` clusters, ``seed``) on the L2-normalised
     embeddings of every document by ``embedder``. Replaces the corpus's own topics when set."""
@@ -47,16 +113,31 @@ class DerivedTopics:
 
 @dataclasses.dataclass(frozen=True)
 class CorpusConfig:
-    name: Literal["bible_8_versions", "reuters_c50"]
+    """``name``: a shared corpus (``bible_8_versions``, ``reuters_c50``, options in ``bible`` /
+    ``reuters``), ``file`` (any JSONL/TSV/CSV file, section ``file``) or ``built`` (a
+    ``stylebench data build`` output folder, section ``built``)."""
+
+    name: Literal["bible_8_versions", "reuters_c50", "file", "built"]
     seed: int = 0
     bible: BibleCorpus = BibleCorpus()
     reuters: ReutersCorpus = ReutersCorpus()
+    file: FileCorpus | None = None
+    built: BuiltCorpus | None = None
     derive_topics: DerivedTopics | None = None
     # RAVEN's run_sampling keeps topics with >= min_doc documents and samples n_doc_per_topic of each
     min_docs_per_topic: int = dataclasses.field(default=2, metadata={"minimum": 1})
     docs_per_topic: int | None = dataclasses.field(default=None, metadata={"minimum": 1})
 
     def __post_init__(self):
+        for section in ("file", "built"):
+            if (self.name == section) != (getattr(self, section) is not None):
+                key = section if self.name == section else "name"
+                raise InvalidField(key, f"corpus {section!r} needs its section: name: {section} and "
+                                        f"{section}: {{path: ...}} go together")
+        if self.name == "file" and self.file.topic is None and self.derive_topics is None:
+            raise InvalidField("derive_topics", "the file corpus names no topic field (file.topic); set "
+                                                "derive_topics (e.g. {n_topics: 60}) to cluster documents "
+                                                "into topics")
         if self.name == "reuters_c50" and self.derive_topics is None:
             raise InvalidField("derive_topics", "reuters_c50 has no topic labels; set derive_topics "
                                                 "(e.g. {n_topics: 60}) to cluster documents into topics")
@@ -68,8 +149,9 @@ class CorpusConfig:
 @dataclasses.dataclass(frozen=True)
 class SamplingConfig:
     """HITS (§4) and the random control (§6). ``n_topics`` is m (RAVEN: 70 of ~4,000 fandoms; a
-    multiple of ``k_folds``); ``strategy`` cutting (default) or grouping (§7.2); ``representation``
-    of topics (§7.3): mean document embedding by ``topic_embedder`` (RAVEN: all-MiniLM-L6-v2), or
+    multiple of ``k_folds``); ``strategy`` cutting (default) or grouping (§7.2), for HITS and the
+    random samples alike; ``representation`` of topics (§7.3): mean document embedding by
+    ``topic_embedder`` (RAVEN: all-MiniLM-L6-v2), or
     TF-IDF+NMF / bag-of-words+LDA with ``n_components`` (RAVEN's topic_vector.py defaults).
     ``sweep``: further m values for which only the train/test topic similarity is reported (Table 7)."""
 

@@ -11,6 +11,10 @@
 - ``reuters_c50`` (loader ``stylebench_jax.data.reuters``): author = journalist (50); articles of both
   C50 splits pooled, ``articles_per_author`` drawn per author, cut to the first ``lead_words`` words.
   No topic labels: topics are derived by clustering (``topics.derive_topics``).
+- any file (``file_documents``): JSON Lines, TSV or CSV (optionally gzipped), one document per record,
+  text / author / optional topic from named fields; without a topic field, topics are derived.
+- a ``stylebench data build`` output folder (``built_documents``): the records of its split files,
+  author = the hashed author id, topic = the record's ``topic`` (or derived).
 
 Exact duplicate texts are removed (kept once when all copies share an author, dropped otherwise:
 identical texts would make trivial same-author pairs or impossible different-author ones).
@@ -26,6 +30,7 @@ import numpy as np
 
 from stylebench_jax.data.records import BIBLE_VERSIONS
 from stylebench_jax.data.sampling import lead, unit_rng
+from stylebench_jax.errors import located
 
 NO_TOPIC = ""
 
@@ -118,6 +123,62 @@ def reuters_documents(data_root: str | Path, *, articles_per_author: int | None,
     notes = [f"{articles_per_author or 'all'} articles per author (train and test pooled), "
              + (f"first {lead_words} words" if lead_words else "whole articles")]
     return Corpus("reuters_c50", *_deduplicate(documents, notes))
+
+
+def _field(row, name: str) -> str:
+    """A record's field as a non-empty string (JSON integers as decimals); errors name file and line."""
+    value = row[name]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return row.text(name)
+
+
+def file_documents(path: str | Path, *, file_format: str, text: str, author: str,
+                   topic: str | None) -> Corpus:
+    """Every record of a JSONL / TSV / CSV file (``.gz`` read transparently) as a document: fields
+    ``text``, ``author`` and ``topic`` (``NO_TOPIC`` for every document when None). A missing or
+    empty field, invalid JSON or a malformed table line is a ``UserInputError`` naming file and line."""
+    from stylebench_jax.data.readers import read_jsonl, read_table
+
+    path = Path(path)
+    columns = [text, author] + ([topic] if topic is not None else [])
+    if file_format == "jsonl":
+        rows = read_jsonl(path, keys=columns, blank_lines="skip")
+    else:
+        rows = read_table(path, delimiter="\t" if file_format == "tsv" else ",", columns=columns)
+    documents = [Document(row.text(text), _field(row, author),
+                          _field(row, topic) if topic is not None else NO_TOPIC, f"{path.name}:{row.line}")
+                 for row in rows]
+    if not documents:
+        raise located(path, f"no records; expected a header line and one record per line ({file_format})",
+                      line=1)
+    notes = [f"{len(documents)} records of {path.name}"
+             + ("" if topic is not None else "; no topic field (topics derived)")]
+    return Corpus(path.name, *_deduplicate(documents, notes))
+
+
+def built_documents(directory: str | Path, splits: Sequence[str]) -> Corpus:
+    """The records of ``<directory>/splits/<split>.jsonl`` (``stylebench data build``), splits in the
+    order given: author = ``author_id`` (the salted hash), topic = ``topic`` (``NO_TOPIC`` when null).
+    The corpus is named by the build's manifest."""
+    from stylebench_jax.data.authbench import read_manifest
+    from stylebench_jax.data.readers import read_jsonl
+
+    directory = Path(directory)
+    documents = []
+    for split in splits:
+        path = directory / "splits" / f"{split}.jsonl"
+        for row in read_jsonl(path, keys=("text", "author_id"), blank_lines="skip"):
+            topic = row.data.get("topic")
+            if topic is not None and not isinstance(topic, str):
+                raise row.error("topic", f"expected a string or null, found {type(topic).__name__}")
+            documents.append(Document(row.text("text"), row.text("author_id"), topic or NO_TOPIC,
+                                      f"{split}.jsonl:{row.line}"))
+    name = read_manifest(directory).get("name") or directory.name
+    with_topic = sum(doc.topic != NO_TOPIC for doc in documents)
+    notes = [f"build {name!r}, splits {', '.join(splits)}: {len(documents)} documents, "
+             f"{with_topic} with a topic"]
+    return Corpus(str(name), *_deduplicate(documents, notes))
 
 
 def _deduplicate(documents: Sequence[Document], notes: list[str]) -> tuple[tuple[Document, ...], tuple]:

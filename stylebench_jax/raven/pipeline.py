@@ -36,7 +36,16 @@ from stylebench_jax.fileio import write_text_atomic
 from stylebench_jax.metrics.pan import OVERALL_PARTS, pan_metrics
 from stylebench_jax.raven import analysis
 from stylebench_jax.raven.config import RavenConfig
-from stylebench_jax.raven.corpus import Corpus, bible_documents, filter_topics, reuters_documents, with_topics
+from stylebench_jax.raven.corpus import (
+    NO_TOPIC,
+    Corpus,
+    bible_documents,
+    built_documents,
+    file_documents,
+    filter_topics,
+    reuters_documents,
+    with_topics,
+)
 from stylebench_jax.raven.methods import (
     CalibratedTfidf,
     Calibration,
@@ -49,6 +58,7 @@ from stylebench_jax.raven.ppm import PPMTables
 from stylebench_jax.raven.sampling import (
     SampledDataset,
     build_dataset,
+    check_both_classes,
     group_topics,
     hits_select,
     most_similar_pairs,
@@ -115,12 +125,31 @@ def resolve_embedders(config: RavenConfig, data_root: Path, progress: bool) -> d
 
 
 def load_corpus(config: RavenConfig, data_root: Path) -> Corpus:
-    corpus = config.corpus
-    if corpus.name == "bible_8_versions":
-        return bible_documents(data_root, verses_per_passage=corpus.bible.verses_per_passage,
-                               passages_per_book=corpus.bible.passages_per_book, seed=corpus.seed)
-    return reuters_documents(data_root, articles_per_author=corpus.reuters.articles_per_author,
-                             lead_words=corpus.reuters.lead_words, seed=corpus.seed)
+    """The configured corpus, checked for what every run needs: two authors, and a topic on every
+    document unless topics are derived (``InvalidField`` naming the config key)."""
+    spec = config.corpus
+    if spec.name == "bible_8_versions":
+        corpus = bible_documents(data_root, verses_per_passage=spec.bible.verses_per_passage,
+                                 passages_per_book=spec.bible.passages_per_book, seed=spec.seed)
+    elif spec.name == "reuters_c50":
+        corpus = reuters_documents(data_root, articles_per_author=spec.reuters.articles_per_author,
+                                   lead_words=spec.reuters.lead_words, seed=spec.seed)
+    elif spec.name == "file":
+        corpus = file_documents(spec.file.path, file_format=spec.file.resolved_format, text=spec.file.text,
+                                author=spec.file.author, topic=spec.file.topic)
+    else:
+        corpus = built_documents(spec.built.path, spec.built.split_names)
+    authors = {doc.author for doc in corpus.documents}
+    if len(authors) < 2:
+        raise InvalidField(f"corpus.{spec.name if spec.name in ('file', 'built') else 'name'}",
+                           f"{corpus.name}: verification pairs need documents of at least two authors, "
+                           f"found {len(authors)}")
+    untopical = sum(doc.topic == NO_TOPIC for doc in corpus.documents)
+    if untopical and spec.derive_topics is None and spec.name != "reuters_c50":
+        raise InvalidField("corpus.derive_topics", f"{corpus.name}: {untopical} of {len(corpus.documents)} "
+                                                   "documents have no topic; set derive_topics (e.g. "
+                                                   "{n_topics: 60}) to cluster documents into topics")
+    return corpus
 
 
 def _eligible(config: RavenConfig, corpus: Corpus) -> Corpus:
@@ -170,13 +199,19 @@ def run_raven(request: RavenRequest) -> RavenOutcome:
     derive = config.corpus.derive_topics
     if derive is None:
         corpus = _eligible(config, corpus)
+    elif derive.n_topics > len(corpus.documents):  # found before the corpus is embedded
+        raise InvalidField("corpus.derive_topics.n_topics", f"{corpus.name}: cannot derive {derive.n_topics} "
+                                                            f"topics from {len(corpus.documents)} documents")
     timing["load_seconds"] = time.perf_counter() - started
 
     cache = EmbeddingCache(request.cache_dir, enabled=request.use_cache)
     mark = time.perf_counter()
     if derive is not None:
         vectors = Embeddings(embedders, corpus.texts, cache, request.progress)(derive.embedder)
-        topics = derive_topics(corpus.texts, vectors, n_topics=derive.n_topics, seed=derive.seed)
+        try:
+            topics = derive_topics(corpus.texts, vectors, n_topics=derive.n_topics, seed=derive.seed)
+        except ValueError as error:
+            raise InvalidField("corpus.derive_topics.n_topics", f"{corpus.name}: {error}") from None
         corpus = _eligible(config, with_topics(corpus, topics, f"topics: k-means ({derive.n_topics} "
                                                                f"clusters) on {derive.embedder} embeddings"))
     texts = corpus.texts
@@ -212,17 +247,23 @@ def _representation(config: RavenConfig, texts: list[str], embeddings: Embedding
 
 
 def select_topics(config: RavenConfig, names: list[str], similarity: np.ndarray, m: int) -> list[tuple]:
-    """``[(dataset name, kind, seed, selected topics, topic -> dataset topic)]`` for HITS (cutting or
-    grouping) and one random sample (cutting) per seed."""
+    """``[(dataset name, kind, seed, selected topics, topic -> dataset topic)]`` for HITS and one
+    random sample per seed, both with ``sampling.strategy``: cutting keeps the selected topics only;
+    grouping merges every other topic into the selected topic it is most similar to, for the random
+    samples too (RAVEN §7.2 describes grouping for HITS only; grouping the controls the same way keeps
+    HITS and random datasets the same size, so their comparison is not one of dataset sizes)."""
+    grouping = config.sampling.strategy == "grouping"
+
+    def mapping(selected: list[int]) -> dict[str, str]:
+        if grouping:
+            return {names[t]: names[selected[g]] for t, g in enumerate(group_topics(similarity, selected))}
+        return {names[t]: names[t] for t in selected}
+
     chosen = hits_select(similarity, m)
-    if config.sampling.strategy == "grouping":
-        mapping = {names[t]: names[chosen[g]] for t, g in enumerate(group_topics(similarity, chosen))}
-    else:
-        mapping = {names[t]: names[t] for t in chosen}
-    out = [("hits", "hits", None, [names[t] for t in chosen], mapping)]
+    out = [("hits", "hits", None, [names[t] for t in chosen], mapping(chosen))]
     for seed in config.sampling.random_seeds:
-        picked = sorted(names[t] for t in random_select(len(names), m, seed))
-        out.append((f"random_{seed}", "random", seed, picked, {t: t for t in picked}))
+        picked = random_select(len(names), m, seed)  # sorted indices of the sorted names
+        out.append((f"random_{seed}", "random", seed, [names[t] for t in picked], mapping(picked)))
     return out
 
 
@@ -232,15 +273,27 @@ def _corpus_topics(corpus: Corpus, representation: np.ndarray) -> tuple[list[str
 
 
 def sample_datasets(config: RavenConfig, corpus: Corpus, representation: np.ndarray) -> list[SampledDataset]:
-    """The HITS and random datasets of ``select_topics`` with their folds and pairs."""
+    """The HITS and random datasets of ``select_topics`` with their folds and pairs. A fold whose
+    training or test side has documents of one author only, or no same-author pair, is an
+    ``InvalidField`` (``sampling.k_folds``) raised here, before any method runs."""
     sampling = config.sampling
     names, similarity = _corpus_topics(corpus, representation)
     doc_topics = [d.topic for d in corpus.documents]
     authors = [d.author for d in corpus.documents]
-    return [build_dataset(name, kind, seed, topics, [mapping.get(t, "") for t in doc_topics], authors,
-                          k=sampling.k_folds, fold_seed=sampling.fold_seed, pair_seed=sampling.pair_seed)
-            for name, kind, seed, topics, mapping in select_topics(config, names, similarity,
-                                                                   sampling.n_topics)]
+    datasets = []
+    for name, kind, seed, topics, mapping in select_topics(config, names, similarity, sampling.n_topics):
+        try:
+            doc_topic = [mapping.get(t, "") for t in doc_topics]
+            dataset = build_dataset(name, kind, seed, topics, doc_topic, authors, k=sampling.k_folds,
+                                    fold_seed=sampling.fold_seed, pair_seed=sampling.pair_seed)
+            check_both_classes(dataset)
+        except ValueError as error:
+            raise InvalidField("sampling.k_folds", f"{error}; every fold needs several authors and an author "
+                                                   "with two documents on each side: use fewer folds, fewer "
+                                                   "topics (sampling.n_topics) or a corpus whose topics hold "
+                                                   "several authors") from None
+        datasets.append(dataset)
+    return datasets
 
 
 def _split_similarities(representation: np.ndarray, doc_topic: Sequence[str], splits) -> tuple:

@@ -168,10 +168,36 @@ def build_dataset(name: str, kind: str, seed: int | None, topics: Sequence[str],
         train_topics = sorted(set(topics) - set(test_topics))
         train_docs = np.flatnonzero(np.isin(labels, train_topics))
         test_docs = np.flatnonzero(np.isin(labels, test_topics))
+        pairs = {}
+        sides = (("train", train_docs, train_topics), ("test", test_docs, test_topics))
+        for side, docs, side_topics in sides:
+            try:
+                pairs[side] = sample_pairs(docs, authors, _pair_rng(pair_seed, name, index, side))
+            except ValueError as error:
+                raise ValueError(f"dataset {name!r}, fold {index} ({side} topics "
+                                 f"{_topic_list(side_topics)}): {error}") from None
         folds.append(Fold(index, tuple(train_topics), tuple(test_topics), train_docs, test_docs,
-                          sample_pairs(train_docs, authors, _pair_rng(pair_seed, name, index, "train")),
-                          sample_pairs(test_docs, authors, _pair_rng(pair_seed, name, index, "test"))))
+                          pairs["train"], pairs["test"]))
     return SampledDataset(name, kind, seed, tuple(topics), tuple(doc_topic), tuple(folds))
+
+
+def _topic_list(topics: Sequence[str], shown: int = 4) -> str:
+    listed = ", ".join(topics[:shown])
+    return listed + (f" and {len(topics) - shown} more" if len(topics) > shown else "")
+
+
+def check_both_classes(dataset: SampledDataset) -> None:
+    """``ValueError`` naming the dataset, fold and topics when a fold's training or test pairs hold
+    one class only (no author with two documents there): PAN's AUC, c@1 and F0.5u, and every
+    method's calibration, need same-author and different-author pairs."""
+    for fold in dataset.folds:
+        for side, pairs, topics in (("train", fold.train_pairs, fold.train_topics),
+                                    ("test", fold.test_pairs, fold.test_topics)):
+            if np.unique(pairs.labels).size < 2:
+                raise ValueError(f"dataset {dataset.name!r}, fold {fold.index} ({side} topics "
+                                 f"{_topic_list(topics)}): all {len(pairs)} {side} pairs are "
+                                 f"different-author (no author has two {side} documents), so the PAN "
+                                 "metrics and the calibration have a single class")
 
 
 def _pair_rng(seed: int, dataset: str, fold: int, side: str) -> np.random.Generator:

@@ -61,22 +61,39 @@ def derive_topics(texts: Sequence[str], doc_vectors: np.ndarray, *, n_topics: in
     """Topic label per document: k-means (scikit-learn, ``n_init=10``, ``random_state=seed``) on the
     L2-normalised ``doc_vectors`` (spherical k-means up to the centroid norm). Each cluster is named
     ``T07 (oil, crude, opec)`` by its three highest mean TF-IDF words (English stop words removed),
-    numbered by decreasing size (ties: first document)."""
+    numbered by decreasing size (ties: first document). Clusters k-means leaves empty (fewer distinct
+    vectors than ``n_topics``) are not numbered; texts without a non-stop-word give names without words
+    (``T07``). ``ValueError`` when ``n_topics`` exceeds the number of distinct vectors."""
+    import warnings
+
     from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    if n_topics > len(texts):
-        raise ValueError(f"cannot derive {n_topics} topics from {len(texts)} documents")
+    vectors = l2_normalise(doc_vectors)
+    distinct = len(np.unique(np.round(vectors, 12), axis=0))
+    if n_topics > distinct:
+        raise ValueError(f"cannot derive {n_topics} topics from {len(texts)} documents with {distinct} "
+                         "distinct embeddings")
     kmeans = KMeans(n_clusters=n_topics, n_init=10, random_state=seed)
-    clusters = kmeans.fit_predict(l2_normalise(doc_vectors))
+    with warnings.catch_warnings():  # near-identical vectors: fewer clusters is reported by the names
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clusters = kmeans.fit_predict(vectors)
     tfidf = TfidfVectorizer(stop_words="english", max_features=20000)
-    weights = tfidf.fit_transform(texts)
-    vocabulary = np.asarray(tfidf.get_feature_names_out())
+    try:
+        weights = tfidf.fit_transform(texts)
+        vocabulary = np.asarray(tfidf.get_feature_names_out())
+    except ValueError:  # empty vocabulary: every word a stop word (or no word at all)
+        weights, vocabulary = None, None
+    present = np.unique(clusters)
     sizes = np.bincount(clusters, minlength=n_topics)
-    first = np.array([np.flatnonzero(clusters == c)[0] for c in range(n_topics)])
-    order = sorted(range(n_topics), key=lambda c: (-sizes[c], first[c]))
+    first = {int(c): int(np.flatnonzero(clusters == c)[0]) for c in present}
+    order = sorted(first, key=lambda c: (-sizes[c], first[c]))
     names = {}
     for rank, cluster in enumerate(order):
+        if weights is None:
+            names[cluster] = f"T{rank:02d}"
+            continue
         mean = np.asarray(weights[clusters == cluster].mean(axis=0)).ravel()
         top = vocabulary[np.argsort(-mean, kind="stable")[:3]]
         names[cluster] = f"T{rank:02d} ({', '.join(top)})"

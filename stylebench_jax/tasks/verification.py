@@ -5,13 +5,17 @@ Pairs (A.8, "labeled query-candidate pairs derived from the same within-split po
 its author is a query; its pairs are *all* its positives (the author's other documents in the split)
 and ``n_negatives`` = 50 negatives drawn uniformly without replacement from the documents of other
 authors (all of them when fewer exist), by one generator seeded with ``seed``, queries in pool
-order. (AuthBench's released code draws one positive per query by default and 50 negatives per
-positive; we follow the paper's text, which keeps every positive.) The score of a pair is the cosine
+order. AuthBench's evaluation code (github.com/mao-code/AURA_Bench, commit b73d8de,
+``eval/evaluators.py`` ``evaluate_eer``) does the same per query: every positive its ground truth
+lists and 50 negatives drawn with ``random.Random(13)``; a docstring of its ``eval/data.py`` says
+the released splits cap positives at 1-2 per query, which we have not checked. We keep every
+positive the split holds. The score of a pair is the cosine
 of the two embeddings (or the scorer's similarity for similarity-only baselines).
 
 Reported: ``eer`` = AuthBench's threshold EER (``metrics.eer(method="threshold")``:
 ``tau* = argmin |FAR - FRR|``, FAR counting ``s >= tau``), the primary metric, lower is better;
-``eer_roc``, the ROC-interpolated EER (``method="roc"``, STEB / PAN / AuthBench's code); ``auroc``.
+``eer_roc``, the ROC-interpolated EER (``method="roc"``, STEB / PAN / ``compute_eer`` of AuthBench's
+``eval/metrics.py``); ``auroc``.
 CIs: percentile bootstrap over *queries* (a query's pairs are resampled together: they share the
 query document). Breakdowns by the query's language, genre (blog / social_media macro-averaged
 over subgenres) and length bucket, ``n`` = queries; with topics, F.5's topic-selected pool

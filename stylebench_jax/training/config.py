@@ -89,6 +89,9 @@ class LossConfig:
 @dataclasses.dataclass(frozen=True)
 class OptimConfig:
     learning_rate: float = dataclasses.field(default=2e-5, metadata={"minimum": 0.0})
+    # peak rate of the freshly initialised heads (pooling, projection, classifier, adversary,
+    # temperature); None: learning_rate for everything, as seed 003 §4.4
+    head_learning_rate: float | None = dataclasses.field(default=None, metadata={"minimum": 0.0})
     weight_decay: float = dataclasses.field(default=0.01, metadata=_nonneg)
     warmup: float = dataclasses.field(default=0.1, metadata=_unit)  # share of steps, then linear decay
     clip_norm: float = dataclasses.field(default=1.0, metadata={"minimum": 0.0})

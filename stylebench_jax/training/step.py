@@ -79,21 +79,44 @@ def decay_mask(params) -> Any:
     return jax.tree_util.tree_map_with_path(decide, params)
 
 
-def learning_rate_schedule(config: OptimConfig, updates: int) -> optax.Schedule:
-    """Linear warm-up over ``warmup`` of the updates, then linear decay to 0 (seed 003 §4.4)."""
+def learning_rate_schedule(config: OptimConfig, updates: int, peak: float | None = None) -> optax.Schedule:
+    """Linear warm-up over ``warmup`` of the updates, then linear decay to 0 (seed 003 §4.4);
+    ``peak`` defaults to ``config.learning_rate``."""
+    peak = config.learning_rate if peak is None else peak
     warm = max(int(round(config.warmup * updates)), 1)
-    return optax.join_schedules([optax.linear_schedule(0.0, config.learning_rate, warm),
-                                 optax.linear_schedule(config.learning_rate, 0.0, max(updates - warm, 1))],
+    return optax.join_schedules([optax.linear_schedule(0.0, peak, warm),
+                                 optax.linear_schedule(peak, 0.0, max(updates - warm, 1))],
                                 [warm])
+
+
+def parameter_groups(params) -> Any:
+    """``"encoder"`` for the pretrained transformer (``embedder/encoder/...``), ``"heads"`` for every
+    parameter the run initialises itself (pooling, projection, classifier, adversary, temperature)."""
+    def group(path, _):
+        names = [getattr(k, "key", str(k)) for k in path]
+        return "encoder" if names[:2] == ["embedder", "encoder"] else "heads"
+    return jax.tree_util.tree_map_with_path(group, params)
 
 
 def make_optimizer(config: OptimConfig, total_steps: int) -> optax.GradientTransformation:
     """AdamW (weight decay on matrices), global-norm clipping, gradient accumulation over
-    ``config.accumulation`` steps (``optax.MultiSteps``: one update per that many steps)."""
+    ``config.accumulation`` steps (``optax.MultiSteps``: one update per that many steps).
+
+    With ``config.head_learning_rate`` set, the freshly initialised heads (:func:`parameter_groups`)
+    follow the same warm-up/decay shape up to that peak while the pretrained encoder keeps
+    ``learning_rate``; clipping stays global over all gradients."""
     updates = max(total_steps // config.accumulation, 1)
-    tx = optax.chain(optax.clip_by_global_norm(config.clip_norm),
-                     optax.adamw(learning_rate_schedule(config, updates), weight_decay=config.weight_decay,
-                                 mask=decay_mask))
+
+    def adamw(peak):
+        return optax.adamw(learning_rate_schedule(config, updates, peak), weight_decay=config.weight_decay,
+                           mask=decay_mask)
+
+    if config.head_learning_rate is None:
+        update = adamw(config.learning_rate)
+    else:
+        update = optax.multi_transform({"encoder": adamw(config.learning_rate),
+                                        "heads": adamw(config.head_learning_rate)}, parameter_groups)
+    tx = optax.chain(optax.clip_by_global_norm(config.clip_norm), update)
     return optax.MultiSteps(tx, every_k_schedule=config.accumulation) if config.accumulation > 1 else tx
 
 

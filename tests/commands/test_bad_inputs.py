@@ -170,15 +170,21 @@ def test_ctrl_c_stops_embed_promptly(tmp_path, cache_dir):
     lines = (f"sentence number {i} about cats and dogs and weather. " * (5 + i % 40) for i in range(3000))
     path.write_text("\n".join(lines), encoding="utf-8")
     proc = subprocess.Popen([sys.executable, "-m", "stylebench_jax.cli", "embed", "--input", str(path),
-                             "--output", str(tmp_path / "o.npy"), "--no-cache", "--quiet"],
+                             "--output", str(tmp_path / "o.npy"), "--no-cache"],
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
-    time.sleep(15)  # model loaded, embedding under way
-    assert proc.poll() is None, proc.stderr.read()
+    # Wait for the first progress line after a finished batch ("embed minilm: 64/N seq (..%)"): the
+    # model is loaded, compiled and batches are queued. A fixed sleep raced the imports under load.
+    seen = []
+    while not any(line.startswith("embed minilm: ") and "%" in line for line in seen):
+        line = proc.stderr.readline()
+        assert line, "".join(seen)
+        seen.append(line)
+    assert proc.poll() is None, "".join(seen)
     start = time.perf_counter()
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)
     elapsed = time.perf_counter() - start
-    err = proc.stderr.read()
+    err = "".join(seen) + proc.stderr.read()
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert elapsed < 4.0, f"took {elapsed:.1f} s to stop"
     assert not (tmp_path / "o.npy").exists()

@@ -17,7 +17,7 @@ from stylebench_jax.cli import main
 from stylebench_jax.config import config_from_dict
 from stylebench_jax.data.construct import BuildConfig, build_benchmark, load_build_config
 from stylebench_jax.data.construct.config import FilterConfig, SamplingConfig, StructureConfig
-from stylebench_jax.data.construct.dedup import NearDuplicateIndex, jaccard
+from stylebench_jax.data.construct.dedup import jaccard
 from stylebench_jax.data.construct.filters import rule_failed
 from stylebench_jax.data.construct.pipeline import load_tokenizer
 from stylebench_jax.data.construct.records import Origin, Record, length_bucket
@@ -68,6 +68,10 @@ TEXTS = {
         "मेरी दादी हर रात हमें राजाओं की कहानियाँ सुनाती थीं।",
     ],
 }
+
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+         "quebec romeo sierra tango").split()
 
 
 def write_jsonl(path, rows, extra_lines=()):
@@ -195,12 +199,10 @@ def test_splits_are_author_and_duplicate_disjoint(corpus):
     result = build(corpus, corpus / "out")
     authors = {split: {r.author_id for r in records} for split, records in result.splits.items()}
     assert not authors["dev"] & authors["test"]
-    index = NearDuplicateIndex(0.8)
     for a in result.splits["dev"]:
         for b in result.splits["test"]:
             assert a.text != b.text
             assert jaccard(a.text, b.text, 5) < 0.8
-    assert index.threshold == 0.8
     # every language of the corpus survives, authors hashed with the salt, no raw names anywhere
     out = (corpus / "out" / "splits" / "test.jsonl").read_text() + (
         corpus / "out" / "splits" / "dev.jsonl"
@@ -219,7 +221,7 @@ def test_splits_are_author_and_duplicate_disjoint(corpus):
 
 def test_same_config_twice_gives_identical_bytes(corpus):
     out = corpus / "out"
-    build(corpus, out, export={"parquet": True})
+    build(corpus, out)  # Parquet is on by default
     first = {
         p.relative_to(out): p.read_bytes()
         for p in out.rglob("*")
@@ -228,14 +230,69 @@ def test_same_config_twice_gives_identical_bytes(corpus):
     for path in out.rglob("*"):
         if path.is_file():
             path.unlink()
-    build(corpus, out, export={"parquet": True})
+    build(corpus, out)
     second = {
         p.relative_to(out): p.read_bytes()
         for p in out.rglob("*")
         if p.is_file() and p.name != "build_info.json"
     }
     assert first.keys() == second.keys() and Path("manifest.json") in first
+    assert {Path("parquet/dev.parquet"), Path("parquet/test.parquet")} <= first.keys()
     assert all(first[k] == second[k] for k in first)
+    files = json.loads(first[Path("manifest.json")])["files"]
+    parquet = first[Path("parquet/test.parquet")]
+    assert files["parquet/test.parquet"] == __import__("hashlib").sha256(parquet).hexdigest()
+
+
+def test_missing_export_package_fails_before_the_build(corpus, monkeypatch):
+    import importlib.util
+
+    from stylebench_jax.config import InvalidField
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a)
+    )
+    expected = r"export.parquet: needs pyarrow.*\[authbench\].*export.parquet=false"
+    with pytest.raises(InvalidField, match=expected):
+        build(corpus, corpus / "out")
+    assert not (corpus / "out").exists()
+    build(corpus, corpus / "out", export={"parquet": False})
+    assert not (corpus / "out" / "parquet").exists() and (corpus / "out" / "splits" / "test.jsonl").is_file()
+
+
+SECRET_SALT = "pepper-9f3e-not-for-release"
+
+
+def test_no_salt_or_raw_author_name_in_any_output(corpus):
+    pa = pytest.importorskip("pyarrow.parquet")
+    pytest.importorskip("tensorflow_datasets", reason="tfds extra not installed (pip install -e '.[tfds]')")
+    data = config_dict(corpus, corpus / "out", author_salt=SECRET_SALT,
+                       export={"parquet": True, "tfds": "parquet", "manifest_only_release": True})
+    data["sources"][1]["author_aliases"] = {"Reporter A": "Alpha Writer"}
+    data["sources"][1]["exclude"] = {"writer": ["Disputed"]}
+    result = build_benchmark(config_from_dict(BuildConfig, data), log=lambda message: None)
+    out = corpus / "out"
+    texts = {}
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        if path.suffix == ".parquet" or ".parquet-" in path.name:
+            texts[path] = json.dumps(pa.read_table(path).to_pylist(), ensure_ascii=False, default=str)
+        else:
+            texts[path] = path.read_bytes().decode("utf-8", "replace")
+    kinds = {p.relative_to(out).parts[0] for p in texts}
+    assert {"manifest.json", "splits", "release", "parquet", "tfds"} <= kinds
+    assert any(".parquet" in p.name for p in (out / "tfds").rglob("*"))
+    for path, text in texts.items():
+        for secret in (SECRET_SALT, "Reporter A", "Reporter B", "Alpha Writer", "Disputed"):
+            assert secret not in text, f"{secret!r} in {path.relative_to(out)}"
+    manifest = result.manifest["config"]
+    assert manifest["author_salt_sha256"] == __import__("hashlib").sha256(SECRET_SALT.encode()).hexdigest()
+    assert "author_salt" not in manifest
+    # the alias map links salted hashes; the canonical name's hash is the author_id of its documents
+    ((raw, canonical),) = manifest["sources"][1]["author_aliases"].items()
+    news_authors = {r.author_id for rs in result.splits.values() for r in rs if r.source == "news"}
+    assert canonical in news_authors and raw not in news_authors and len(news_authors) == 2
+    assert len(manifest["sources"][1]["exclude"]["writer"][0]) == 64
 
 
 def test_release_offsets_rebuild_the_text(corpus):
@@ -249,12 +306,16 @@ def test_release_offsets_rebuild_the_text(corpus):
         assert row["end"] - row["start"] == len(record.text.rstrip("\n"))
 
 
-def test_tfds_directory_loads_without_tensorflow(corpus):
+@pytest.mark.parametrize("file_format", ["array_record", "parquet"])
+def test_tfds_directory_loads_without_tensorflow(corpus, file_format):
     tfds = pytest.importorskip(
         "tensorflow_datasets", reason="tfds extra not installed (pip install -e '.[tfds]')"
     )
-    result = build(corpus, corpus / "out", export={"tfds": "array_record", "parquet": True})
+    result = build(corpus, corpus / "out", export={"tfds": file_format})
     builder = tfds.builder_from_directory(str(corpus / "out" / result.manifest["tfds_builder_dir"]))
+    assert builder.info.file_format.value == file_format
+    shards = [p.name for p in (corpus / "out" / result.manifest["tfds_builder_dir"]).iterdir()]
+    assert any(f"test.{file_format}" in name for name in shards), shards
     assert builder.info.splits["test"].num_examples == len(result.splits["test"])
     source = builder.as_data_source(split="test")
     got = {source[i]["id"].decode(): source[i]["text"].decode() for i in range(len(source))}
@@ -283,6 +344,26 @@ def test_malformed_config_names_key_path_and_exits_2(corpus, capsys):
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     assert main(["data", "build", str(path)]) == 2
     assert "sources[0].fields: missing author" in capsys.readouterr().err
+    # keys whose value is checked by the build (a file, the tokenizer, a hook): still file:line: key.path
+    data = config_dict(corpus, corpus / "out")
+    for key, value, expected in (
+            ("path", "nowhere.jsonl", "sources[0].path: {root}/nowhere.jsonl: no such file or directory"),
+            ("tokenizer", "no_such_tokenizer", "tokenizer: 'no_such_tokenizer' is neither 'minilm' nor a "
+                                                "model directory"),
+            ("toxicity", {"function": "no_such_module:score"},
+             "filters.toxicity.function: cannot import 'no_such_module'")):
+        bad = json.loads(json.dumps(data))
+        if key == "path":
+            bad["sources"][0]["path"] = value
+        elif key == "tokenizer":
+            bad["tokenizer"] = value
+        else:
+            bad.setdefault("filters", {})["toxicity"] = value
+        path.write_text(yaml.safe_dump(bad, sort_keys=False))
+        assert main(["data", "build", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}:" in err and expected.format(root=data["data_root"]) in err, err
+        assert len(err.strip().splitlines()) == 1
 
 
 def test_cli_builds_and_loads_overrides(corpus, capsys):
@@ -331,7 +412,7 @@ def test_directory_source_and_aliases(tmp_path):
     # the two Austen files (two sources, one namespace, an alias) share an author; Dickens alone is dropped
     assert len(result.splits["test"]) == 2
     assert len({r.author_id for r in result.splits["test"]}) == 1
-    assert result.manifest["drops"]["sampling:below_min_docs_per_author"] == 1
+    assert result.manifest["drops"]["final:below_min_docs_per_author"] == 1
 
 
 def test_toxicity_and_language_id_hooks(corpus, monkeypatch):
@@ -533,6 +614,7 @@ def test_quantile_bins_and_reservoir_mode():
         counts[key] = counts.get(key, 0) + 1
     seen = {key.split("/")[1]: n for key, n in report["reservoir_seen"].items()}
     assert counts == {key: min(n, 30) for key, n in seen.items()} and sum(seen.values()) == 400
+    assert report["reservoir_dropped"] == 400 - len(kept) > 0
     again, _ = sample(
         iter(records),
         config_from_dict(
@@ -594,3 +676,35 @@ def test_required_fields_per_task_type(corpus):
     )
     # the 4 news rows have no topic, nor do the 3 extra posts rows that survive de-duplication
     assert m.manifest["drops"]["structure:missing:topic"] == 4 + 3
+
+
+def test_reservoir_overflow_is_its_own_drop_rule(corpus):
+    m = build(corpus, corpus / "out", sampling={"mode": "reservoir", "reservoir_capacity": 2,
+                                                "min_docs_per_author": 1}).manifest
+    drops = m["drops"]
+    # every (language, bin, genre, task) bucket keeps 2 documents; what did not fit is counted apart
+    seen = m["sampling"]["reservoir_seen"]
+    assert drops["sampling:reservoir_overflow"] == sum(max(n - 2, 0) for n in seen.values()) > 0
+    assert "sampling:bucket_quota" not in drops
+    assert m["stages"]["sampled"] == sum(min(n, 2) for n in seen.values())
+    assert m["stages"]["ingested"] - m["stages"]["final"] == sum(drops.values())
+
+
+def test_min_documents_per_author_applies_after_the_final_dedup(tmp_path):
+    # "x" wrote the same sentence twice with curly and with straight quotes: distinct until A.6's
+    # canonicalisation straightens the quotes, then the final de-duplication leaves x one document
+    text = "the lighthouse keeper counted ships every night until the winter storms finally came"
+    rows = [{"a": "x", "t": f"“{text}”"}, {"a": "x", "t": f'"{text}"'}]
+    rows += [{"a": "y", "t": f"Letter {i}: " + " ".join(WORDS[i:i + 9])} for i in range(3)]
+    write_jsonl(tmp_path / "p.jsonl", rows)
+    config = config_from_dict(BuildConfig, {
+        "name": "q", "output": str(tmp_path / "out"), "author_salt": "s", "data_root": str(tmp_path),
+        "sources": [{"name": "p", "path": "p.jsonl", "format": "jsonl",
+                     "fields": {"text": "t", "author": "a"},
+                     "constants": {"language": "en", "genre": "essay"}}],
+        "dedup": {"near": False}, "filters": {"thresholds": {"min_unique_token_ratio": None}},
+        "splits": {"proportions": {"test": 1.0}}})
+    m = build_benchmark(config, log=lambda message: None).manifest
+    assert m["drops"]["final_dedup:exact"] == 1 and m["drops"]["final:below_min_docs_per_author"] == 1
+    assert m["stages"]["sampled"] == 5 and m["stages"]["final"] == 3
+    assert m["splits"]["test"]["authors"] == 1 and m["splits"]["test"]["documents_per_author"]["min"] == 3

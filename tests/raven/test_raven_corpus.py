@@ -111,6 +111,18 @@ def test_derived_topics_recover_clusters_and_are_named():
         derive_topics(texts[:2], vectors[:2], n_topics=3, seed=0)
 
 
+def test_derived_topics_from_few_distinct_vectors_and_stop_words_only():
+    """Six documents, three distinct vectors: 4 clusters are refused, 3 are named without words when every
+    word is an English stop word (TF-IDF has no vocabulary)."""
+    vectors = np.repeat(np.eye(3), 2, axis=0)
+    texts = ["the of and", "and the of", "it is", "is it", "we were", "were we"]
+    with pytest.raises(ValueError, match="cannot derive 4 topics from 6 documents with 3 distinct"):
+        derive_topics(texts, vectors, n_topics=4, seed=0)
+    labels = derive_topics(texts, vectors, n_topics=3, seed=0)
+    assert sorted(set(labels)) == ["T00", "T01", "T02"]
+    assert labels[0] == labels[1] and labels[2] == labels[3] and labels[4] == labels[5]
+
+
 def test_nmf_vectors_shape():
     texts = [f"{w} {w} common{i % 3} filler{i % 5}" for i, w in enumerate(["oil", "gas", "bank", "loan"] * 5)]
     vectors = nmf_vectors(texts, n_components=3)

@@ -48,10 +48,17 @@ def test_hits_topics_are_less_similar_across_splits_than_random(corpus):
     assert len(table["most_similar_pairs"]["hits"]) == 3  # 3 topics: 3 unordered pairs
 
 
-def test_cutting_drops_and_grouping_keeps_unselected_topics(corpus):
+def test_cutting_drops_and_grouping_keeps_unselected_topics_for_hits_and_random(corpus):
     representation = nmf_vectors(corpus.texts, n_components=4)
-    cut = sample_datasets(config(), corpus, representation)[0]
-    grouped = sample_datasets(config(strategy="grouping"), corpus, representation)[0]
+    cut_all = sample_datasets(config(), corpus, representation)
+    grouped_all = sample_datasets(config(strategy="grouping"), corpus, representation)
+    cut, grouped = cut_all[0], grouped_all[0]
+    # the random controls follow the same strategy: same topics as cut, every document when grouped
+    for cut_random, grouped_random in zip(cut_all[1:], grouped_all[1:]):
+        assert cut_random.topics == grouped_random.topics and len(cut_random.topics) == 6
+        assert cut_random.documents.size == 6 * 2 * 8
+        assert grouped_random.documents.size == len(corpus.documents)
+        assert set(grouped_random.doc_topic) == set(grouped_random.topics)
     assert cut.topics == grouped.topics and len(cut.topics) == 6
     assert cut.documents.size == 6 * 2 * 8
     assert grouped.documents.size == len(corpus.documents)  # every book merged into a selected one

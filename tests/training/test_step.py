@@ -152,3 +152,29 @@ def test_pair_scores_are_exactly_symmetric():
         ab = m.apply({"params": p}, h1, h2, f1, f2, method=BiEncoder.classify)
         ba = m.apply({"params": p}, h2, h1, f2, f1, method=BiEncoder.classify)
         assert np.array_equal(np.asarray(ab), np.asarray(ba)), classifier
+
+
+def test_head_learning_rate_moves_only_the_heads_faster():
+    """With head_learning_rate set, an Adam update after warm-up moves the fresh heads by ~that rate and the
+    pretrained encoder by ~learning_rate (Adam's first step is ~lr * sign(g) per parameter)."""
+    from stylebench_jax.training.step import parameter_groups
+    params = {"embedder": {"encoder": {"kernel": jnp.ones((4, 4))}, "attention_pool": {"bias": jnp.ones(4)}},
+              "head": {"centres": jnp.ones((2, 4))}, "log_temperature": jnp.float32(0.0)}
+    groups = parameter_groups(params)
+    assert groups["embedder"]["encoder"]["kernel"] == "encoder"
+    assert {groups["head"]["centres"], groups["embedder"]["attention_pool"]["bias"],
+            groups["log_temperature"]} == {"heads"}
+    grads = jax.tree.map(lambda p: jnp.full_like(p, 0.01), params)
+    config = OptimConfig(learning_rate=1e-5, head_learning_rate=1e-3, warmup=0.0, weight_decay=0.0)
+    optimizer = make_optimizer(config, 1000)
+    state = optimizer.init(params)
+    _, state = optimizer.update(grads, state, params)  # the schedule starts at 0 (warm-up)
+    updates, _ = optimizer.update(grads, state, params)
+    step = jax.tree.map(lambda u: float(jnp.max(jnp.abs(u))), updates)
+    assert step["embedder"]["encoder"]["kernel"] == pytest.approx(1e-5, rel=1e-2)
+    assert step["head"]["centres"] == pytest.approx(1e-3, rel=1e-2)
+    assert step["embedder"]["attention_pool"]["bias"] == pytest.approx(1e-3, rel=1e-2)
+    same = make_optimizer(OptimConfig(learning_rate=1e-5, warmup=0.0, weight_decay=0.0), 1000)
+    _, state = same.update(grads, same.init(params), params)
+    updates, _ = same.update(grads, state, params)
+    assert float(jnp.max(jnp.abs(updates["head"]["centres"]))) == pytest.approx(1e-5, rel=1e-2)

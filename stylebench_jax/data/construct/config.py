@@ -210,6 +210,7 @@ class SamplingConfig:
     length_bins: Literal["fixed", "quantile"] = "fixed"
     n_quantile_bins: int = dataclasses.field(default=4, metadata={"minimum": 2})
     max_docs_per_author: int | None = dataclasses.field(default=None, metadata={"minimum": 1})
+    # authors with fewer documents are dropped at the very end (after A.6), sampling enabled or not
     min_docs_per_author: int = dataclasses.field(default=2, metadata={"minimum": 1})
     reservoir_capacity: int = dataclasses.field(default=10000, metadata={"minimum": 1})
 
@@ -249,9 +250,11 @@ class SplitConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ExportConfig:
-    """Outputs besides ``manifest.json`` and ``splits/<split>.jsonl`` (always written)."""
+    """Outputs besides ``manifest.json`` and ``splits/<split>.jsonl`` (always written): Parquet
+    (``parquet/<split>.parquet``, on by default as the issue's "JSONL/Parquet by default"; needs
+    pyarrow, the ``authbench`` extra), a TFDS builder directory, the manifest-only release."""
 
-    parquet: bool = False
+    parquet: bool = True
     tfds: Literal["none", "array_record", "parquet"] = "none"
     manifest_only_release: bool = True
 

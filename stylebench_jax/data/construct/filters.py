@@ -32,9 +32,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 
+from stylebench_jax.config import InvalidField
 from stylebench_jax.data.construct.config import FilterConfig, HookConfig, Thresholds
 from stylebench_jax.data.construct.textops import char_stats, script_ratio, token_stats
-from stylebench_jax.errors import UserInputError
 
 RULES = ("length:empty", "length:min", "length:max", "unique_token_ratio", "symbol_ratio", "symbol_run",
          "repeated_char_run", "alpha_ratio", "alpha_token_ratio", "single_letter_ratio", "single_letter_run",
@@ -49,10 +49,10 @@ def resolve_hook(hook: HookConfig | None, where: str) -> Callable[[list[str]], S
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise UserInputError(f"{where}.function: cannot import {module_name!r} ({error})") from None
+        raise InvalidField(f"{where}.function", f"cannot import {module_name!r} ({error})") from None
     function = getattr(module, name, None)
     if not callable(function):
-        raise UserInputError(f"{where}.function: {module_name!r} has no function {name!r}")
+        raise InvalidField(f"{where}.function", f"{module_name!r} has no function {name!r}")
     return function
 
 

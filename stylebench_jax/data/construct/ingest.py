@@ -23,10 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from stylebench_jax.config import InvalidField
 from stylebench_jax.data.construct.config import SourceConfig
 from stylebench_jax.data.construct.records import BadRecord
 from stylebench_jax.data.readers import _large_fields
-from stylebench_jax.errors import UserInputError
 
 _MISSING = object()
 _BOM = "\ufeff"
@@ -51,7 +51,7 @@ def source_files(source: SourceConfig, root: Path | None, where: str) -> list[tu
     the config key ``where`` (e.g. ``sources[2].path``)."""
     path = source.path if source.path.is_absolute() or root is None else root / source.path
     if not path.exists():
-        raise UserInputError(f"{where}: {path}: no such file or directory")
+        raise InvalidField(where, f"{path}: no such file or directory")
     if path.is_file():
         return [(path, path.name)]
     if source.format == "directory":
@@ -62,7 +62,7 @@ def source_files(source: SourceConfig, root: Path | None, where: str) -> list[tu
                    and (source.format == "directory" or p.name.endswith(_SUFFIXES[source.format])))
     if not files:
         wanted = source.glob if source.format == "directory" else " / ".join(_SUFFIXES[source.format])
-        raise UserInputError(f"{where}: {path}: no {wanted} files in this directory")
+        raise InvalidField(where, f"{path}: no {wanted} files in this directory")
     return [(p, p.relative_to(path).as_posix()) for p in files]
 
 

