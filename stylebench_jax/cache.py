@@ -15,6 +15,16 @@ each by write-to-temp + rename. A shard counts only when its keys
 file exists and matches its vectors file, so a run killed at any point leaves either a complete
 shard or ignorable leftovers (removed by ``clean``; orphaned temporaries also when the space is
 next opened).
+
+Sharing: several processes and runs may use one cache directory at once. Temporaries have unique
+names (host, pid, random); a shard's name is the digest of its keys, so two writers of the same
+texts write the same shard (equal content; each rename is atomic, so a reader sees one complete
+version) and writers of different texts never touch each other's files. ``clean`` leaves alone
+incomplete shards younger than ``INCOMPLETE_GRACE`` seconds (a live writer between its two
+renames). In a multi-process run (``parallel.distributed``) the processes agree on the misses
+(a text counts as cached only if every process finds it: their caches may be different disks),
+embed them together, and the primary stores them; another process then stores them too only if
+its cache directory does not show the primary's shard (a host-local disk).
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import hashlib
 import os
 import re
 import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,9 +41,11 @@ import numpy as np
 
 from stylebench_jax.encoders.base import Embedder
 from stylebench_jax.fileio import atomic_open, remove_orphans, save_npy_atomic
+from stylebench_jax.parallel import distributed
 from stylebench_jax.sources import source_digest
 
 KEY_BYTES = 32
+INCOMPLETE_GRACE = 600  # seconds an incomplete shard is left to its writer by ``clean``
 _SPACE_NAME = re.compile(r"[0-9a-f]{32}")
 
 
@@ -62,6 +75,18 @@ def _shard_complete(vectors_path: Path, keys_path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return keys.ndim == 2 and keys.shape[1] == KEY_BYTES and vectors.shape[0] == keys.shape[0]
+
+
+def _recent(*paths: Path) -> bool:
+    """Whether any of ``paths`` was modified in the last ``INCOMPLETE_GRACE`` seconds."""
+    now = time.time()
+    for path in paths:
+        try:
+            if now - path.stat().st_mtime < INCOMPLETE_GRACE:
+                return True
+        except FileNotFoundError:
+            continue
+    return False
 
 
 class EmbeddingCache:
@@ -123,21 +148,29 @@ class EmbeddingCache:
         space.mkdir(parents=True, exist_ok=True)
         identity_file = space / "identity.txt"
         if not identity_file.exists():
-            with atomic_open(identity_file, "w") as handle:
+            with atomic_open(identity_file, "w", every_process=True) as handle:
                 handle.write(space_label(embedder) + "\n")
         keys = text_keys(texts)
-        shard = hashlib.sha256(keys.tobytes()).hexdigest()[:24]
-        vectors_path = space / f"{shard}.vectors.npy"
-        save_npy_atomic(vectors_path, np.ascontiguousarray(vectors, dtype=np.float32))
-        save_npy_atomic(space / f"{shard}.keys.npy", keys)
+        vectors_path, keys_path = self._shard_paths(space, keys)
+        save_npy_atomic(vectors_path, np.ascontiguousarray(vectors, dtype=np.float32), every_process=True)
+        save_npy_atomic(keys_path, keys, every_process=True)
         index = self._load_index(space)
         for row, k in enumerate(keys):
             index.setdefault(k.tobytes(), (vectors_path, row))
 
+    @staticmethod
+    def _shard_paths(space: Path, keys: np.ndarray) -> tuple[Path, Path]:
+        shard = hashlib.sha256(keys.tobytes()).hexdigest()[:24]
+        return space / f"{shard}.vectors.npy", space / f"{shard}.keys.npy"
+
     def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-        """``[N, D]`` float32 for ``texts`` in order; each distinct missing text is embedded once."""
+        """``[N, D]`` float32 for ``texts`` in order; each distinct missing text is embedded once.
+        Every process of a multi-process run must call it with the same texts (module docstring)."""
         texts = list(texts)
         vectors, found = self.lookup(embedder, texts)
+        several = distributed.process_count() > 1
+        if several:  # cached only where every process has it
+            found = np.stack(distributed.allgather_rows(found)).all(axis=0)
         missing = list(dict.fromkeys(t for t, f in zip(texts, found) if not f))
         self.hits += int(found.sum())
         self.misses += len(missing)
@@ -146,7 +179,13 @@ class EmbeddingCache:
             if computed.shape != (len(missing), embedder.dim):
                 raise RuntimeError(f"{embedder.name} returned shape {computed.shape}, "
                                    f"expected {(len(missing), embedder.dim)}")
-            self.store(embedder, missing, computed)
+            if not several or distributed.is_primary():
+                self.store(embedder, missing, computed)
+            if several:
+                distributed.barrier("stylebench-cache-store")
+                if not distributed.is_primary() and self.enabled and not all(
+                        p.exists() for p in self._shard_paths(self.space(embedder), text_keys(missing))):
+                    self.store(embedder, missing, computed)
             position = {t: i for i, t in enumerate(missing)}
             rows = [i for i, f in enumerate(found) if not f]
             vectors[rows] = computed[[position[texts[i]] for i in rows]]
@@ -168,8 +207,9 @@ class EmbeddingCache:
 
     def clean(self) -> dict[str, int]:
         """Remove what killed runs left behind: orphaned temporaries (``fileio.remove_orphans``) and
-        incomplete shards (vectors whose keys file is missing or does not match). Complete shards and
-        files being written by live processes are kept. Returns counts and bytes freed."""
+        incomplete shards (vectors whose keys file is missing or does not match) older than
+        ``INCOMPLETE_GRACE``. Complete shards and files being written by live processes are kept.
+        Returns counts and bytes freed."""
         stats = {"orphans": 0, "incomplete_shards": 0, "bytes": 0}
         if not self.root.is_dir():
             return stats
@@ -178,7 +218,7 @@ class EmbeddingCache:
             stats["orphans"] += remove_orphans(space)
             for vectors_path in sorted(space.glob("*.vectors.npy")):
                 keys_path = vectors_path.with_name(vectors_path.name.replace(".vectors.npy", ".keys.npy"))
-                if _shard_complete(vectors_path, keys_path):
+                if _shard_complete(vectors_path, keys_path) or _recent(vectors_path, keys_path):
                     continue
                 for path in (vectors_path, keys_path):
                     if path.exists():

@@ -15,10 +15,11 @@ import sys
 
 from stylebench_jax import __version__
 from stylebench_jax.errors import InvalidOption, UserInputError
-from stylebench_jax.parallel.distributed import maybe_initialize
+from stylebench_jax.parallel import distributed
 from stylebench_jax.runtime import enable_compilation_cache
 
-COMMANDS = ("embed", "cache", "search", "eval", "train", "prepare-pairs", "raven", "data")
+COMMANDS = ("embed", "cache", "search", "eval", "train", "prepare-pairs", "raven", "data", "calibrate",
+            "score", "transfer")
 
 DESCRIPTION = """\
 stylebench: benchmark and search style text embeddings (authorship, register, formality, AI-text
@@ -73,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    distributed.guard_output()  # multi-process only: one clear line if the runtime aborts
     try:
-        maybe_initialize()
+        distributed.maybe_initialize()
         if not getattr(args, "no_cache", False):
             enable_compilation_cache(getattr(args, "cache_dir", None))
         return int(args.func(args) or 0)
@@ -88,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"stylebench {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as error:
+        if distributed.peer_failure(error):  # a peer died or hung inside a collective
+            distributed.exit_after_failure(args.command, error)
+        raise
 
 
 if __name__ == "__main__":

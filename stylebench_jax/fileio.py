@@ -7,6 +7,11 @@ Temporary names are ``.<name>~<host>~<pid>~<random>.tmp``, so a writer killed be
 process is gone (same host), or older than a day (another host sharing the directory). Every
 atomic write removes the orphans of its own target first, and the embedding cache sweeps its
 spaces (``stylebench cache clean`` sweeps on demand).
+
+Multi-process runs (``parallel.distributed``): results, reports and logs are written once, by the
+primary process. Every writer here takes ``every_process``: left False, a non-primary process's
+write goes nowhere (its content is the primary's, computed the same way); True is for files each
+process owns (its own embedding-cache shards, for one).
 """
 
 from __future__ import annotations
@@ -86,10 +91,26 @@ def remove_orphans(directory: str | os.PathLike, name: str | None = None) -> int
     return removed
 
 
+def writes_here(every_process: bool = False) -> bool:
+    """Whether this process writes output files: the primary process of a multi-process run (or
+    the only process), or any process for files it owns (``every_process``)."""
+    if every_process:
+        return True
+    from stylebench_jax.parallel.distributed import is_primary
+
+    return is_primary()
+
+
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[io.IOBase]:
+def atomic_open(path: str | os.PathLike, mode: str = "wb", *,
+                every_process: bool = False) -> Iterator[io.IOBase]:
     """Open a temporary sibling of ``path`` for writing; on success rename it onto ``path``.
-    Orphaned temporaries of ``path`` left by killed writers are removed first."""
+    Orphaned temporaries of ``path`` left by killed writers are removed first. On a non-primary
+    process of a multi-process run (unless ``every_process``) the handle discards what is written."""
+    if not writes_here(every_process):
+        with open(os.devnull, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
+        return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_orphans(path.parent, path.name)
@@ -110,7 +131,15 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[io.IOBase
 @contextlib.contextmanager
 def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary sibling directory of ``path`` to fill; on success it replaces ``path`` as a
-    whole (an existing directory is moved aside, then removed), on failure it is removed."""
+    whole (an existing directory is moved aside, then removed), on failure it is removed. On a
+    non-primary process the directory is a private scratch directory, removed afterwards."""
+    if not writes_here():
+        scratch = Path(tempfile.mkdtemp(prefix="stylebench-discard-"))
+        try:
+            yield scratch
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
     remove_orphans(final.parent, final.name)
@@ -156,14 +185,14 @@ def read_json_file(path: str | os.PathLike, default=None):
         raise located(path, f"not valid JSON ({error.msg})", line=error.lineno, column=error.colno) from None
 
 
-def save_npy_atomic(path: str | os.PathLike, array: np.ndarray) -> None:
+def save_npy_atomic(path: str | os.PathLike, array: np.ndarray, *, every_process: bool = False) -> None:
     """Write ``array`` as a ``.npy`` file atomically (``np.save`` would append ``.npy`` itself)."""
-    with atomic_open(path, "wb") as handle:
+    with atomic_open(path, "wb", every_process=every_process) as handle:
         np.save(handle, array, allow_pickle=False)
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    with atomic_open(path, "w") as handle:
+def write_text_atomic(path: str | os.PathLike, text: str, *, every_process: bool = False) -> None:
+    with atomic_open(path, "w", every_process=every_process) as handle:
         handle.write(text)
 
 

@@ -21,7 +21,8 @@ Two modes, chosen by the stream the bar writes to (``sys.stderr`` unless told):
   lines, not thousands of redraws, and a short search that fails logs its error alone.
 
 ``enabled``: ``True`` = a bar in either mode; ``None`` = a bar on a terminal only (a library's
-default: silent when its output is redirected); ``False`` = nothing.
+default: silent when its output is redirected); ``False`` = nothing. In a multi-process run only the
+primary process shows bars (``parallel.distributed.is_primary``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from tqdm import tqdm
+
+from stylebench_jax.parallel.distributed import is_primary
 
 LOG_STEP = 0.1  # log mode: a line at every further 10% ...
 LOG_INTERVAL = 30.0  # ... or after this many seconds without one
@@ -85,7 +88,7 @@ def progress_bar(iterable: Iterable | None = None, *, total: int | None = None, 
     if total is None and iterable is not None and hasattr(iterable, "__len__"):
         total = len(iterable)
     terminal = _isatty(stream)
-    if enabled is False or (enabled is None and not terminal):
+    if enabled is False or (enabled is None and not terminal) or not is_primary():
         return tqdm(iterable, total=total, disable=True)
     depth = open_depth()
     leave = depth == 0 if leave is None else leave

@@ -79,10 +79,10 @@ def test_crash_between_vectors_and_keys_leaves_readable_cache(tmp_path, monkeypa
     EmbeddingCache(tmp_path).embed(model, ["kept"])
     real_save = cache_module.save_npy_atomic
 
-    def crash_on_keys(path, array):
+    def crash_on_keys(path, array, **options):
         if str(path).endswith(".keys.npy"):
             raise KeyboardInterrupt("killed")
-        real_save(path, array)
+        real_save(path, array, **options)
 
     monkeypatch.setattr(cache_module, "save_npy_atomic", crash_on_keys)
     with pytest.raises(KeyboardInterrupt):

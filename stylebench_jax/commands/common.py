@@ -20,11 +20,14 @@ def add_mesh_argument(parser: argparse.ArgumentParser) -> None:
 def build_mesh(spec: str | None):
     """The run's one ``Mesh`` from ``--mesh`` (every library call of the run gets this object)."""
     from stylebench_jax.parallel import make_mesh
+    from stylebench_jax.parallel.distributed import warm_up
 
     try:
-        return make_mesh(spec)
+        mesh = make_mesh(spec)
     except ValueError as error:
         raise UserInputError(f"--mesh {spec}: {error}") from None
+    warm_up(mesh)  # several processes: set up the mesh's communicators together
+    return mesh
 
 
 LONG_TEXT_HELP = """\

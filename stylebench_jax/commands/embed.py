@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from stylebench_jax.encoders.memory_plan import parse_bytes
     from stylebench_jax.encoders.registry import resolve_embedder
     from stylebench_jax.fileio import save_npy_atomic
+    from stylebench_jax.parallel.distributed import is_primary
 
     # Every check that needs no model runs first: a bad path never costs a model load or an embedding.
     # --plan-only reads nothing but the model's config.json, so it needs no --input, --output or cache.
@@ -118,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserInputError(f"{args.model} is a pairwise similarity without vectors; it cannot embed")
     cache = EmbeddingCache(args.cache_dir, enabled=not args.no_cache)
     vectors = cache.embed(model, texts)
-    save_npy_atomic(args.output, vectors)
-    if not args.quiet:
+    save_npy_atomic(args.output, vectors)  # the primary process only (fileio)
+    if not args.quiet and is_primary():
         print(f"wrote {args.output}: {vectors.shape[0]} x {vectors.shape[1]} float32 "
               f"({cache.hits} cached, {cache.misses} embedded)", file=sys.stderr)
     return 0

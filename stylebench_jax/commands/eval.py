@@ -112,6 +112,7 @@ def split_names(text: str, flag: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from stylebench_jax.evaluation.pipeline import EvalRequest, run_evaluation
+    from stylebench_jax.parallel.distributed import is_primary
 
     check_positive(args.n_boot, "--n-boot")
     check_positive(args.batch_size, "--batch-size")
@@ -139,5 +140,6 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet, built=built,
         options={k: v for k, v in sorted(vars(args).items()) if k not in ("func", "command")})
     outcome = run_evaluation(request)
-    print(outcome.summary())
+    if is_primary():
+        print(outcome.summary())
     return 0

@@ -8,7 +8,12 @@ import sys
 import time
 from pathlib import Path
 
-from stylebench_jax.commands.common import add_cache_arguments, add_mesh_argument, default_data_root
+from stylebench_jax.commands.common import (
+    add_cache_arguments,
+    add_mesh_argument,
+    build_mesh,
+    default_data_root,
+)
 from stylebench_jax.errors import UserInputError
 
 DESCRIPTION = """\
@@ -68,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
     from stylebench_jax.data.pairs.sources import check_source
     from stylebench_jax.encoders.base import Embedder
     from stylebench_jax.encoders.registry import resolve_embedder
-    from stylebench_jax.parallel.mesh import make_mesh
 
     started = time.perf_counter()
     config = load_config(args.config, PreparePairsConfig, args.overrides)
@@ -79,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     for source in config.sources:
         check_source(source, data_root)
     lexicon = load_lexicon(config.topics.lexicon)
-    mesh = make_mesh(args.mesh)
+    mesh = build_mesh(args.mesh)
     m = config.mining
     model = resolve_embedder(m.model, max_length=m.max_length, long_text=m.long_text, batch_size=m.batch_size,
                              mesh=mesh, progress=False if args.quiet else None, data_root=data_root)

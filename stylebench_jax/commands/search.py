@@ -112,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from stylebench_jax.kernels.npy_rows import NpyRows
     from stylebench_jax.kernels.scan import DEFAULT_BLOCK
     from stylebench_jax.kernels.topk import NonFiniteRowError, topk_cosine
+    from stylebench_jax.parallel.distributed import is_primary
     from stylebench_jax.progress import progress_bar
 
     check_positive(args.k, "--k")
@@ -159,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.normalize and not (abs(low - 1) <= NORM_TOLERANCE and abs(high - 1) <= NORM_TOLERANCE):
         raise located(args.candidates, f"row L2 norms range from {low:.4g} to {high:.4g}, expected 1 "
                                        "(normalise the rows or pass --normalize)")
-    write_jsonl_atomic(args.output, _hits(result))
-    if not args.quiet:
+    write_jsonl_atomic(args.output, _hits(result))  # the primary process only (fileio)
+    if not args.quiet and is_primary():
         seconds = time.perf_counter() - start
         extra = f", {result.n_recomputed} re-searched in float32" if args.bf16 else ""
         print(f"stylebench search: {queries.shape[0]} queries x {pool.shape[0]} candidates, k={args.k}, "

@@ -47,6 +47,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from stylebench_jax.config import load_config
+    from stylebench_jax.parallel.distributed import is_primary
     from stylebench_jax.training.config import TrainConfig
     from stylebench_jax.training.run import train
 
@@ -54,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     check_output_dir(args.output, "--output")
     mesh = build_mesh(args.mesh)
     result = train(config, args.output, mesh=mesh, progress=not args.quiet)
+    if not is_primary():  # one process speaks for a multi-process run
+        return 0
     if result.stopped == "signal":
         print(f"stylebench train: stopped by a signal at step {result.steps}; checkpoint saved in "
               f"{args.output}; run the same command again to resume", file=sys.stderr)

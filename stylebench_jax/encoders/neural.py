@@ -80,6 +80,7 @@ from stylebench_jax.encoders.pooling import (
 )
 from stylebench_jax.errors import InvalidOption
 from stylebench_jax.parallel import DECODER_RULES, DEFAULT_RULES, batch_sharding, resolve_mesh
+from stylebench_jax.parallel.distributed import process_count
 from stylebench_jax.progress import progress_bar
 from stylebench_jax.text.sentences import parser_splitter_name, splitter_name
 
@@ -284,16 +285,29 @@ class FlaxEncoderEmbedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), np.float32)
+        if process_count() > 1:  # each process tokenises and feeds only its share (encoders.multiprocess)
+            from stylebench_jax.encoders.multiprocess import embed_across_processes
+
+            return embed_across_processes(self, texts)
+        sequences, owners = self.text_sequences(texts)
+        return self.pool(self.encode_sequences(sequences), owners, len(texts))
+
+    def text_sequences(self, texts: list[str]) -> tuple[list[list[int]], np.ndarray]:
+        """Token id sequences of ``texts`` (long texts chunked or cut, ``batching.token_sequences``)
+        and ``owners[i]``, the text of sequence ``i``."""
         s = self.settings
-        sequences, owners = token_sequences(texts, self.tokenizer, max_length=s.max_length,
-                                            long_text=s.long_text, prompt=s.prompt)
-        vectors = self.encode_sequences(sequences)
-        if len(sequences) == len(texts) and np.array_equal(owners, np.arange(len(texts))):
+        return token_sequences(texts, self.tokenizer, max_length=s.max_length, long_text=s.long_text,
+                               prompt=s.prompt)
+
+    def pool(self, vectors: np.ndarray, owners: np.ndarray, n_texts: int) -> np.ndarray:
+        """``[n_texts, dim]`` float32: each text's vector, the mean of its chunks' ``vectors``
+        (``owners[i]`` = text of row ``i``), L2-normalised again when the model normalises."""
+        if len(owners) == n_texts and np.array_equal(owners, np.arange(n_texts)):
             return vectors
-        pooled = np.zeros((len(texts), self.dim), np.float64)
+        pooled = np.zeros((n_texts, self.dim), np.float64)
         np.add.at(pooled, owners, vectors)
-        pooled /= np.bincount(owners, minlength=len(texts))[:, None]
-        if s.normalize:
+        pooled /= np.bincount(owners, minlength=n_texts)[:, None]
+        if self.settings.normalize:
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return pooled.astype(np.float32)
 

@@ -4,7 +4,9 @@ A *unit* (``data.registry.EvalUnit``) is one dataset subset prepared for one tas
 model x unit. For each cell the runner builds a ``TextScorer`` whose vectors come through the
 embedding cache, calls the task protocol (``tasks.registry.run_task``), and writes the cell
 atomically under ``DIR/cells/``. A stored cell whose fingerprint still matches is reused (resume);
-``force=True`` recomputes everything. ``NotApplicable`` (e.g. a similarity-only baseline asked to
+``force=True`` recomputes everything. With several processes (``parallel.distributed``) every
+process runs every cell (device work is split over the global mesh), the primary alone reads the
+stored cells (and broadcasts them) and writes. ``NotApplicable`` (e.g. a similarity-only baseline asked to
 cluster) is stored as a skipped cell with its reason, never as a number.
 """
 
@@ -34,6 +36,7 @@ from stylebench_jax.evaluation.cells import (
     write_cell,
 )
 from stylebench_jax.hashing import texts_digest
+from stylebench_jax.parallel.distributed import broadcast_from_primary
 from stylebench_jax.progress import progress_bar
 from stylebench_jax.tasks.base import EmbedFn, NotApplicable, Score, TaskContext, TextScorer
 from stylebench_jax.tasks.registry import run_task
@@ -130,6 +133,11 @@ def run_cells(models: Sequence[ModelEntry], units: Sequence[Any], cells_dir: Pat
     memo = _RecentEmbeddings(embed_fn or embed_direct)
     scorers = {m.label: TextScorer(m.model, embed_fn=memo) for m in models}
     digests = {(u.dataset, u.subset, u.task): payload_digest(u.payload) for u in units}
+    # Which cells are already done is read by the primary process and broadcast: with several
+    # processes every one must make the same choice, whatever its view of the output directory.
+    stored_cells = {} if settings.force else broadcast_from_primary(lambda: {
+        key: read_cell(cells_dir, key) for key in (
+            CellKey(m.label, u.dataset, u.subset, u.task) for u in units for m in models)})
     results: list[CellResult] = []
     timings: list[CellTiming] = []
     bar = progress_bar(total=len(models) * len(units), desc="eval", unit="cell", enabled=settings.progress)
@@ -142,7 +150,7 @@ def run_cells(models: Sequence[ModelEntry], units: Sequence[Any], cells_dir: Pat
                     model_identity=entry.identity, data_digest=digests[key.dataset, key.subset, key.task],
                     seed=settings.seed, n_boot=settings.n_boot, code_version=f"{__version__}+{code_digest()}",
                     extra=(unit.task,))
-                stored = None if settings.force else read_cell(cells_dir, key)
+                stored = stored_cells.get(key)
                 if stored is not None and stored.fingerprint == fingerprint:
                     results.append(stored)
                     timings.append(CellTiming(key, "reused", 0.0))

@@ -24,6 +24,7 @@ from jax.sharding import PartitionSpec as P
 from stylebench_jax.kernels.blockwise import block_shortlist, canonical, merge_running, pick_group_size
 from stylebench_jax.kernels.npy_rows import prefetch, read_rows, row_source
 from stylebench_jax.parallel import batch_sharding, pad_rows, replicated, resolve_mesh, round_up
+from stylebench_jax.parallel.distributed import data_slot, fetch, process_count, put_batch
 
 DEFAULT_BLOCK = 16384          # candidate rows per device per matmul (measured, bench_topk.py)
 INT_MAX = np.iinfo(np.int32).max
@@ -268,7 +269,7 @@ def _scalar(mesh: Mesh, value: int):
 
 
 def _finish(state: ScanState) -> ScanResult:
-    keys, idx, bound, bad, sq = jax.device_get(tuple(state))
+    keys, idx, bound, bad, sq = fetch(tuple(state))  # gathered from every process when sharded across them
     bad_row = int(bad.min())
     return ScanResult(keys, idx, bound, -1 if bad_row == INT_MAX else bad_row,
                       (float(sq[:, 0].min()), float(sq[:, 1].max())))
@@ -307,32 +308,37 @@ def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups
 
     A background thread reads the next chunks while the devices work on the current one; at most
     ``prefetch_depth`` chunks wait on the host and two are in flight on the devices. Chunks that
-    are aligned views of the source are handed to the devices without a copy (CPU).
+    are aligned views of the source are handed to the devices without a copy (CPU). With several
+    processes each reads only the rows of its own devices (its ``data_slot``'s share of every chunk)
+    and the chunk is assembled from the processes' shares.
     ``progress(rows)`` is called as each chunk's ``rows`` candidates are done.
     """
     n = source.shape[0]
     n_data = mesh.shape["data"]
-    row_sharding = batch_sharding(mesh, 2)
     vec_sharding = batch_sharding(mesh, 1)
+    slot = data_slot(mesh) if process_count() > 1 else None
     step = scan_step(mesh, cfg)
     dummy_groups = jax.device_put(np.zeros(n_data, np.int32), vec_sharding)
 
     def chunks():
         for start, stop, rows_padded in spans:
-            rows = read_rows(source, start, stop, rows=rows_padded)
-            groups = None if candidate_groups is None else pad_rows(candidate_groups[start:stop], rows_padded)
-            yield start, rows, groups
+            share = rows_padded if slot is None else rows_padded // slot.count
+            lo = start + (0 if slot is None else slot.index * share)
+            first, last = min(lo, stop), min(lo + share, stop)
+            rows = read_rows(source, first, last, rows=share)
+            groups = None if candidate_groups is None else pad_rows(candidate_groups[first:last], share)
+            yield start, rows_padded, rows, groups
 
     query_args = _query_args(mesh, queries, query_ids, query_groups)
     n_arg = _scalar(mesh, n)
     state = _initial_state(mesh, queries.shape[0], cfg.keep)
     in_flight = []
-    for start, rows, groups in prefetch(chunks(), prefetch_depth):
-        rows_dev = jax.device_put(rows, row_sharding)
-        groups_dev = dummy_groups if groups is None else jax.device_put(groups, vec_sharding)
+    for start, rows_padded, rows, groups in prefetch(chunks(), prefetch_depth):
+        rows_dev = put_batch(rows, mesh, slot)
+        groups_dev = dummy_groups if groups is None else put_batch(groups, mesh, slot)
         state = step(state, rows_dev, groups_dev, *query_args, _scalar(mesh, start),
-                     _scalar(mesh, rows.shape[0] // n_data), n_arg)
-        in_flight.append((state.bad, min(rows.shape[0], n - start)))
+                     _scalar(mesh, rows_padded // n_data), n_arg)
+        in_flight.append((state.bad, min(rows_padded, n - start)))
         if len(in_flight) > 2:
             _wait(in_flight.pop(0), progress)
     for item in in_flight:

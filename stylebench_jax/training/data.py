@@ -31,6 +31,7 @@ from stylebench_jax.encoders.batching import pad_batch
 from stylebench_jax.encoders.tokenizer import TextTokenizer
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.metrics.labels import encode_labels
+from stylebench_jax.parallel.distributed import allgather_rows, process_count, process_span
 from stylebench_jax.training.config import DataConfig
 from stylebench_jax.training.features import feature_stats, standardize, style_features
 
@@ -86,11 +87,16 @@ class PairSet:
 
 def tokenize_table(texts: Sequence[str], groups: np.ndarray, topics: np.ndarray, tokenizer: TextTokenizer,
                    max_length: int, stats: tuple[np.ndarray, np.ndarray] | None = None) -> TextTable:
-    """Token ids cut at ``max_length`` (special tokens included), padded to ``max_length``."""
+    """Token ids cut at ``max_length`` (special tokens included), padded to ``max_length``. With
+    several processes each tokenises its share of ``texts`` and the shares are gathered."""
     budget = max_length - tokenizer.n_special
-    sequences = [tokenizer.wrap(ids[:budget]) for ids in tokenizer.content_ids(list(texts))]
+    lo, hi = process_span(len(texts))
+    mine = list(texts[lo:hi])
+    sequences = [tokenizer.wrap(ids[:budget]) for ids in tokenizer.content_ids(mine)]
     ids, mask = pad_batch(sequences, len(sequences), max_length, tokenizer.pad_id)
-    raw = style_features(texts)
+    raw = style_features(mine)
+    if process_count() > 1:
+        ids, mask, raw = (np.concatenate(allgather_rows(a)) for a in (ids, mask, raw))
     mean, std = feature_stats(raw) if stats is None else stats
     return TextTable(list(texts), ids, mask, np.asarray(groups, np.int32), np.asarray(topics, np.int32),
                      standardize(raw, mean, std))

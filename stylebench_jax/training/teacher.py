@@ -31,6 +31,7 @@ from stylebench_jax.encoders.loading import EncoderFiles, init_params, param_sha
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import read_json_file, save_npy_atomic, write_text_atomic
 from stylebench_jax.parallel import batch_sharding
+from stylebench_jax.parallel.distributed import fetch
 from stylebench_jax.progress import progress_bar
 from stylebench_jax.training.config import OptimConfig, TrainConfig
 from stylebench_jax.training.data import PairSet, TrainingData
@@ -153,5 +154,5 @@ def _train_teacher(config: TrainConfig, base: EncoderFiles, pairs: PairSet, mesh
         pad = np.concatenate([rows, np.zeros(chunk - rows.size, np.int64)])
         for arrays in ((ids, mask, types), swapped):
             placed = [jax.device_put(a[pad], batch_sharding(mesh, 2)) for a in arrays]
-            out[rows] += np.asarray(forward(params, *placed))[: rows.size] / 2.0
+            out[rows] += fetch(forward(params, *placed))[: rows.size] / 2.0
     return out

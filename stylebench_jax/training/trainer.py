@@ -47,7 +47,13 @@ from stylebench_jax.encoders.export import export_encoder
 from stylebench_jax.encoders.loading import EncoderFiles, init_params, param_shardings
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import read_json_file, write_text_atomic
-from stylebench_jax.parallel import batch_sharding
+from stylebench_jax.parallel.distributed import (
+    allgather_objects,
+    fetch,
+    is_primary,
+    process_count,
+    put_global_batch,
+)
 from stylebench_jax.progress import progress_bar
 from stylebench_jax.training.checkpoints import RunCheckpoints
 from stylebench_jax.training.config import TrainConfig
@@ -172,6 +178,8 @@ class Trainer:
         write_text_atomic(path, "".join(line + "\n" for line in lines))
 
     def _log(self, row: dict) -> None:
+        if not is_primary():  # one writer per run directory
+            return
         with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
             handle.write(json.dumps(row, sort_keys=False) + "\n")
 
@@ -181,8 +189,8 @@ class Trainer:
         if getattr(self, "_epoch", None) != epoch:
             self._epoch, self._batches = epoch, self.data.epoch_batches(epoch, self.config.trainer.batch_size,
                                                                         self.config.seed)
-        host = self.data.train_batch(self._batches[offset])
-        return {k: jax.device_put(v, batch_sharding(self.mesh, v.ndim)) for k, v in host.items()}
+        # each process transfers its own rows of the global batch (parallel.distributed)
+        return put_global_batch(self.data.train_batch(self._batches[offset]), self.mesh)
 
     def evaluate(self, params) -> dict:
         if not hasattr(self, "_predictor"):
@@ -193,6 +201,16 @@ class Trainer:
 
     def _handle_signal(self, signum, frame) -> None:
         self._stop_signal = signal.Signals(signum).name
+
+    def _stopping(self, state: TrainState) -> bool:
+        """Whether to stop after this step. With several processes a signal reaches each at its
+        own moment: they agree (any process signalled) so all save and stop at the same step. The
+        step is finished first: two cross-process collectives in flight at once (the step's and
+        this exchange) can pair up differently on different processes (CPU/gloo)."""
+        if process_count() == 1:
+            return self._stop_signal is not None
+        jax.block_until_ready(state)
+        return any(allgather_objects(self._stop_signal is not None))
 
     def run(self) -> TrainResult:
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -213,6 +231,7 @@ class Trainer:
             for step in range(start, self.total_steps):
                 state, metrics = step_fn(state, self._batch(step), rng)
                 current = step + 1
+                stopping = self._stopping(state)
                 bar.update(1)
                 if current % tc.log_every == 0 or current == self.total_steps:
                     metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
@@ -225,12 +244,12 @@ class Trainer:
                 evaluate = current % tc.eval_every == 0 or current == self.total_steps
                 if evaluate:
                     extra, stop = self._after_eval(current, state, extra)
-                if not evaluate and (current % checkpoint_every == 0 or self._stop_signal):
+                if not evaluate and (current % checkpoint_every == 0 or stopping):
                     self.checkpoints.save(current, state, extra)
                 if evaluate and stop:
                     stopped = "early_stopping"
                     break
-                if self._stop_signal:
+                if stopping:
                     stopped = "signal"
                     break
         finally:
@@ -269,7 +288,7 @@ class Trainer:
         return TrainResult(self.run_dir, step, extra["best_step"], extra["best_metrics"], export_dir, stopped)
 
     def export(self, params) -> Path:
-        host = jax.device_get(params["embedder"])
+        host = fetch(params["embedder"])  # gathered when parameters span processes
         return export_encoder(self.run_dir / "export", params=host, config=self.base.config,
                               tokenizer=self.base.tokenizer, pooling=self.config.model.pooling,
                               normalize=True, max_length=self.config.model.max_length)

@@ -23,7 +23,7 @@ from jax.sharding import Mesh
 from sklearn.metrics import balanced_accuracy_score
 
 from stylebench_jax.metrics import auroc, auroc_eer_batch, bootstrap_replicates, percentile_interval
-from stylebench_jax.parallel import batch_sharding
+from stylebench_jax.parallel.distributed import fetch, put_global_batch
 from stylebench_jax.training.data import PairSet, iterate_batches
 from stylebench_jax.training.model import BiEncoder
 
@@ -55,9 +55,8 @@ def predict(fn, params, pairs: PairSet, mesh: Mesh, batch_size: int) -> dict[str
     parts: dict[str, list] = {}
     for batch in iterate_batches(pairs, size):
         valid = batch["valid"]
-        placed = {k: jax.device_put(v, batch_sharding(mesh, v.ndim))
-                  for k, v in batch.items() if k != "valid"}
-        out = jax.device_get(fn(params, placed))
+        placed = put_global_batch({k: v for k, v in batch.items() if k != "valid"}, mesh)
+        out = fetch(fn(params, placed))  # gathered from every process when sharded across them
         for key, value in out.items():
             parts.setdefault(key, []).append(np.asarray(value)[valid])
     return {k: np.concatenate(v) for k, v in parts.items()}

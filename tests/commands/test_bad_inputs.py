@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from stylebench_jax.cache import INCOMPLETE_GRACE
 from stylebench_jax.cli import main
 from stylebench_jax.encoders import registry as encoder_registry
 from stylebench_jax.fileio import is_orphan, remove_orphans
@@ -156,10 +157,14 @@ def test_orphaned_temporaries_are_removed_by_the_next_write_and_cache_clean(tmp_
     space.mkdir(parents=True)
     (space / f".x.vectors.npy~{host}~{dead}~q.tmp").write_bytes(b"x")
     np.save(space / "abc.vectors.npy", np.zeros((2, 4), np.float32))  # keys file never written
+    old = time.time() - 2 * INCOMPLETE_GRACE
+    os.utime(space / "abc.vectors.npy", (old, old))
+    # A shard whose keys are still being written by a live process (between its two renames) stays.
+    np.save(space / "fresh.vectors.npy", np.zeros((2, 4), np.float32))
     assert main(["cache", "clean"]) == 0
     out = capsys.readouterr().out
     assert "1 orphaned temporary file(s), 1 incomplete shard(s)" in out
-    assert not list(space.iterdir())
+    assert [p.name for p in space.iterdir()] == ["fresh.vectors.npy"]
     assert remove_orphans(tmp_path) == 0
 
 

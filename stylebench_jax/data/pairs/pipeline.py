@@ -49,6 +49,7 @@ from stylebench_jax.data.pairs.sources import SourceBook, load_sources
 from stylebench_jax.data.pairs.splits import SPLITS, split_books
 from stylebench_jax.data.pairs.topics import TopicLexicon, load_lexicon
 from stylebench_jax.data.sampling import unit_rng
+from stylebench_jax.parallel.distributed import is_primary, map_shards
 from stylebench_jax.text.gutenberg import strip_gutenberg
 from stylebench_jax.text.sentences import splitter_name
 from stylebench_jax.text.windows import document_sentences, window_starts
@@ -139,10 +140,14 @@ def prepare_pairs(config: PreparePairsConfig, *, embed: Callable[[list[str]], np
     counts["documents"] = sum(len(b.documents) for b in books)
     clock.lap("load")
 
-    sentences = {}
-    for book in tqdm(books, desc="split sentences", unit="book", disable=not progress, leave=False):
-        sentences[book.book] = book_sentences(book, gutenberg=config.standardize.gutenberg,
-                                              min_sentence_chars=config.windows.min_sentence_chars)
+    def split_part(part: Sequence[SourceBook]) -> list[list[list[str]]]:
+        return [book_sentences(book, gutenberg=config.standardize.gutenberg,
+                               min_sentence_chars=config.windows.min_sentence_chars)
+                for book in tqdm(part, desc="split sentences", unit="book", leave=False,
+                                 disable=not progress or not is_primary())]
+
+    # Several processes (parallel.distributed): each splits its share of the books, all get every book's.
+    sentences = {book.book: split for book, split in zip(books, map_shards(split_part, books))}
     counts["sentences"] = sum(len(doc) for docs in sentences.values() for doc in docs)
     clock.lap("sentences")
 

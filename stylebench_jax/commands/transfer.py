@@ -1,0 +1,82 @@
+"""`stylebench transfer`: the Writing7 LLM style-transfer benchmark (seed 003 §7)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from stylebench_jax.commands.common import (
+    add_cache_arguments,
+    add_mesh_argument,
+    build_mesh,
+    check_cache_dir,
+    check_output_dir,
+    default_data_root,
+)
+
+DESCRIPTION = """\
+Ask generator backends to write a story on a science-fiction topic in the style of a reference
+excerpt (15 consecutive sentences of a classic novel), and score every story against its excerpt
+with the calibrated style similarity of `stylebench calibrate`.
+
+CONFIG (configs/transfer/*.yaml, schema in stylebench_jax/transfer/config.py) names the books,
+excerpts, prompt files, backends and scorer. HTTP backends read their API key from the environment
+variable the config names (api_key_env); keys are never written anywhere.
+
+DIR receives config.json, excerpts.jsonl, generations.jsonl and trace.jsonl (written as the run
+goes), results.json (aggregates per run, excerpt, book, author, topic; x100 too) and
+transfer.md/.html with figures. Run the same command again to resume an interrupted run: nothing
+already generated is generated again; items skipped because a quota ran out are generated then.
+"""
+
+EPILOG = """\
+examples:
+  stylebench calibrate --model minilm --pairs runs/pairs/novels --output runs/calib/minilm
+  stylebench transfer --config configs/transfer/writing7_local.yaml --output runs/transfer/local
+  OPENAI_API_KEY=... ANTHROPIC_API_KEY=... stylebench transfer \\
+      --config configs/transfer/writing7_llms.yaml --output runs/transfer/llms
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "transfer", help="LLM style-transfer benchmark with calibrated style similarity (Writing7)",
+        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, type=Path, help="transfer config YAML")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    parser.add_argument("--output", required=True, type=Path, metavar="DIR")
+    parser.add_argument("--data-root", default=None, type=Path,
+                        help="datasets folder (default: the config's data_root, $STYLEBENCH_DATA, "
+                             "../shared/data)")
+    add_mesh_argument(parser)
+    add_cache_arguments(parser)
+    parser.add_argument("--quiet", action="store_true")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from stylebench_jax.cache import EmbeddingCache
+    from stylebench_jax.config import load_config
+    from stylebench_jax.transfer.config import TransferConfig
+    from stylebench_jax.transfer.pipeline import run_transfer
+
+    config = load_config(args.config, TransferConfig, args.overrides)
+    data_root = args.data_root or config.data_root or default_data_root()
+    config = dataclasses.replace(config, data_root=data_root)
+    check_output_dir(args.output, "--output")
+    if not args.no_cache:
+        check_cache_dir(args.cache_dir)
+    mesh = build_mesh(args.mesh)
+    cache = EmbeddingCache(args.cache_dir, enabled=not args.no_cache)
+    results = run_transfer(config, args.output, mesh=mesh, cache=cache, progress=not args.quiet)
+    if not args.quiet:
+        parts = []
+        for backend, run_ in results["runs"].items():
+            s = run_["score_calibrated"] if run_["score_calibrated"].get("n") else run_["cosine"]
+            mean = s.get("mean_x100")
+            parts.append(f"{backend} {mean:.1f}" if mean is not None else f"{backend} -")
+        print(f"stylebench transfer: {'; '.join(parts)} (x100); wrote {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,104 @@
+"""stylebench calibrate / score end to end on a tiny trained run: files in the seed's schema, the
+classifier's logits reproduce the trainer's own validation metrics, the calibration refuses other
+settings and embedders, bad inputs exit 2 with one line."""
+
+import json
+
+import numpy as np
+import pytest
+
+from stylebench_jax.cli import main
+from tests.helpers.tiny_models import write_tiny_model
+from tests.training.test_trainer import write_pairs
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("calib")
+    model = write_tiny_model(root / "tiny", "bert", seed=1)
+    pairs = write_pairs(root / "pairs")
+    config = root / "tiny.yaml"
+    config.write_text(f"seed: 3\ndata:\n  pairs: {pairs}\nmodel:\n  base: {model}\n  max_length: 16\n"
+                      "loss:\n  contrastive: supcon\noptim:\n  learning_rate: 0.001\n"
+                      "trainer:\n  batch_size: 8\n  steps: 8\n  log_every: 4\n  eval_every: 4\n",
+                      encoding="utf-8")
+    assert main(["train", str(config), "--output", str(root / "run"), "--quiet"]) == 0
+    return root
+
+
+def test_calibrate_training_run_writes_both_calibrations(trained, tmp_path, cache_dir):
+    out = tmp_path / "out"
+    assert main(["calibrate", "--model", str(trained / "run"), "--output", str(out), "--quiet"]) == 0
+    style = json.loads((out / "style_calibration.json").read_text())
+    assert set(style["style_calibration"]) >= {"method", "coef", "intercept", "cv_brier"}
+    assert {"num_chunks", "chunk_size", "overlap", "aggregate", "n_samples"} <= set(style["meta"])
+    assert style["meta"]["n_samples"] == 16 and style["embedder"]["identity"].startswith("flax-bert/export/")
+    clf = json.loads((out / "calibration.json").read_text())
+    assert clf["temperature"] > 0 and 0.01 <= clf["threshold"] <= 0.99
+    assert clf["nll"]["after"] <= clf["nll"]["before"] + 1e-12  # T minimises the fitting NLL
+    report = json.loads((out / "calibration_report.json").read_text())
+    # The run's logits, recomputed from its best checkpoint, give the trainer's own validation numbers.
+    best = json.loads((trained / "run" / "summary.json").read_text())["best_validation"]
+    argmax = report["classifier"]["fit"]["argmax"]
+    assert argmax["balanced_accuracy"] == pytest.approx(best["balanced_accuracy"])
+    assert argmax["roc_auc"] == pytest.approx(best["auroc_classifier"])
+    assert report["classifier"]["fit"]["adversary"]["adversary_accuracy"] == \
+        pytest.approx(best["adversary_accuracy"])
+    for name in ("calibration.md", "calibration.html", "reliability_similarity_fit.png",
+                 "reliability_classifier_fit.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert "| calibrated (T, threshold) |" in (out / "calibration.md").read_text()
+
+
+def test_calibrate_jsonl_pairs_then_score_with_and_against_the_file(trained, tmp_path, cache_dir, capsys):
+    rows = [json.loads(line) for line in (trained / "pairs" / "pairs.jsonl").read_text().splitlines()]
+    pairs = tmp_path / "pairs.jsonl"
+    keys = ("text1", "text2", "label", "book1", "book2")
+    pairs.write_text("".join(json.dumps({k: r[k] for k in keys}) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "out"
+    model = str(trained / "tiny")
+    assert main(["calibrate", "--model", model, "--pairs", str(pairs), "--output", str(out), "--quiet",
+                 "--method", "logistic"]) == 0
+    assert not (out / "calibration.json").exists()  # no classifier without a training run
+    calibration = out / "style_calibration.json"
+    coef = json.loads(calibration.read_text())["style_calibration"]["coef"]
+    capsys.readouterr()
+    assert main(["score", "--model", model, "--calibration", str(calibration), "--quiet", rows[0]["text1"],
+                 rows[0]["text2"]]) == 0
+    single = json.loads(capsys.readouterr().out)
+    assert set(single) == {"cosine", "score_0_1", "score_calibrated", "aggregate", "pairs"}
+    assert single["score_calibrated"] == pytest.approx(
+        1 / (1 + np.exp(-(coef * single["cosine"] + json.loads(calibration.read_text())["style_calibration"]
+                                                                       ["intercept"]))))
+    batch_in = tmp_path / "in.jsonl"
+    batch_in.write_text("".join(json.dumps({"id": i, "text1": r["text1"], "text2": r["text2"]}) + "\n"
+                                for i, r in enumerate(rows[:5])), encoding="utf-8")
+    assert main(["score", "--model", model, "--calibration", str(calibration), "--pairs", str(batch_in),
+                 "--output", str(tmp_path / "scores.jsonl"), "--quiet"]) == 0
+    scored = [json.loads(line) for line in (tmp_path / "scores.jsonl").read_text().splitlines()]
+    assert [s["id"] for s in scored] == list(range(5)) and "text1" not in scored[0]
+    assert scored[0]["cosine"] == pytest.approx(single["cosine"], abs=1e-6)
+    capsys.readouterr()
+    assert main(["score", "--model", model, "--calibration", str(calibration), "--chunk-size", "10", "a .",
+                 "b ."]) == 2
+    assert "chunk_size=14 (this run: 10)" in capsys.readouterr().err
+    assert main(["score", "--model", model, "--max-length", "20", "--calibration", str(calibration), "a .",
+                 "b ."]) == 2
+    assert "calibrate this embedder" in capsys.readouterr().err
+
+
+def test_bad_calibration_inputs_exit_2(tmp_path, capsys):
+    assert main(["calibrate", "--model", "minilm", "--output", str(tmp_path / "o")]) == 2
+    assert "--pairs" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text1": "a", "text2": "b", "label": 1}\n{"text1": "a", "text2": "b", "label": 3}\n')
+    assert main(["calibrate", "--model", "baseline:function_words", "--pairs", str(bad), "--output",
+                 str(tmp_path / "o")]) == 2
+    assert "bad.jsonl:2" in capsys.readouterr().err
+    same = tmp_path / "same.jsonl"
+    same.write_text('{"text1": "a", "text2": "b", "label": 1}\n' * 3)
+    assert main(["calibrate", "--model", "baseline:function_words", "--pairs", str(same), "--output",
+                 str(tmp_path / "o")]) == 2
+    assert "all 3 pairs have label 1" in capsys.readouterr().err
+    assert main(["score", "--model", "baseline:function_words", "only one"]) == 2
+    assert "expected two texts" in capsys.readouterr().err

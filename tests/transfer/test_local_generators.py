@@ -1,0 +1,111 @@
+"""Markov chain, edition detection, originality checks and excerpt drawing on small hand-made texts;
+the shipped configs load."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stylebench_jax.transfer.excerpts import Excerpt, draw_starts
+from stylebench_jax.transfer.generation import GenerationRequest, NotApplicable
+from stylebench_jax.transfer.local_backends import MarkovBackend, ShuffleBackend, is_edition_of
+from stylebench_jax.transfer.markov import MarkovChain
+from stylebench_jax.transfer.originality import capitalised_names, longest_common_words, originality
+
+BOOK = ("The sea was calm. The captain looked at the sea and said nothing. Then the crew sang a song.\n\n"
+        "The wind rose at night. The captain said the wind was kind. The crew slept.")
+
+
+def test_markov_chain_follows_only_observed_transitions_and_is_seeded():
+    chain = MarkovChain.train([BOOK], order=2, max_words=1000, rng=np.random.default_rng(0))
+    text = chain.generate(30, np.random.default_rng(5))
+    assert text == chain.generate(30, np.random.default_rng(5))
+    tokens = [t for t in text.replace("\n\n", " \u00b6 ").split()]
+    source = BOOK.replace("\n\n", " \u00b6 ").split()
+    trigrams = {tuple(source[i:i + 3]) for i in range(len(source) - 2)}
+    # every generated trigram that does not straddle a restart exists in the training text
+    seen = sum(tuple(tokens[i:i + 3]) in trigrams for i in range(len(tokens) - 2))
+    assert seen >= 0.8 * (len(tokens) - 2)
+    assert len([t for t in tokens if t != "\u00b6"]) >= 30 and text.rstrip()[-1] in ".!?"
+
+
+def _excerpt(text, author="A", book="c/one"):
+    sentences = tuple(s.strip() + "." for s in text.split(".") if s.strip())
+    return Excerpt(book, author, 0, 0, sentences, (), len(sentences))
+
+
+def test_markov_backend_uses_other_books_and_skips_lonely_authors():
+    excerpt = _excerpt("The sea was calm. The captain looked at the sea and said nothing. Then the crew sang")
+    other = "Other book text. It is new."
+    books = {"A": [("c/one", BOOK), ("d/one", BOOK + " Extra words here."), ("c/two", other)],
+             "B": [("c/solo", BOOK)]}
+    backend = MarkovBackend("m", books, order=1, seed=0)
+    request = GenerationRequest("m/x", "", "", excerpt, seed=3, target_words=20)
+    # c/one is the excerpt's book, d/one another edition of it (holds the excerpt's 8-grams)
+    assert [b for b, _ in backend.training_books(request)] == ["c/two"]
+    assert backend.generate(request).usage["training_books"] == ["c/two"]
+    lonely = GenerationRequest("m/y", "", "", _excerpt(BOOK, author="B", book="c/solo"), seed=3,
+                               target_words=20)
+    with pytest.raises(NotApplicable, match="no other book by 'B'"):
+        backend.generate(lonely)
+    assert is_edition_of(excerpt.text, BOOK) and not is_edition_of(excerpt.text, other)
+
+
+def test_shuffle_never_returns_the_original_order():
+    excerpt = _excerpt("One a. Two b")
+    for seed in range(20):
+        request = GenerationRequest("s/x", "", "", excerpt, seed, 10)
+        assert ShuffleBackend("s").generate(request).text == "Two b. One a."
+
+
+def test_originality_checks():
+    assert longest_common_words("It was the best of times, it was", "said: it WAS the best of days") == 5
+    assert longest_common_words("abc", "xyz") == 0
+    excerpt = 'Mr. Gradgrind spoke to Louisa. "Now, Louisa," said he, in London. The Room, the room was cold.'
+    # not Mr (honorific), Now / The (sentence-initial), Room (also written "room")
+    assert capitalised_names(excerpt) == {"Gradgrind", "Louisa", "London"}
+    check = originality(excerpt, "Louisa walked to the market. It was cold.", max_common_words=3)
+    assert check["reused_names"] == ["Louisa"] and check["flags"] == ["reused_names"]
+    assert originality(excerpt, excerpt, 8)["flags"] == ["copied_phrase", "reused_names"]
+
+
+def test_excerpt_starts_are_distinct_and_seeded():
+    starts = draw_starts(100, 15, 5, np.random.default_rng(1))
+    assert starts == draw_starts(100, 15, 5, np.random.default_rng(1))
+    assert all(abs(a - b) >= 15 for i, a in enumerate(starts) for b in starts[i + 1:])
+    assert all(0 <= s <= 85 for s in starts)
+    with pytest.raises(ValueError, match="cannot hold"):
+        draw_starts(40, 15, 3, np.random.default_rng(0))
+
+
+def test_shipped_transfer_configs_load_and_say_how_to_run():
+    from stylebench_jax.config import load_config
+    from stylebench_jax.transfer.config import TransferConfig
+
+    root = Path(__file__).resolve().parents[2] / "configs" / "transfer"
+    paths = sorted(root.glob("*.yaml"))
+    assert [p.name for p in paths] == ["writing7_llms.yaml", "writing7_local.yaml"]
+    for path in paths:
+        head = path.read_text(encoding="utf-8").splitlines()[:4]
+        assert head[0].startswith("# Command:") and any(line.startswith("# Hardware:") for line in head)
+        config = load_config(path, TransferConfig)
+        assert [b.kind for b in config.backends[:3]] == ["copy", "markov", "shuffle"]
+        assert config.excerpts.per_book == 5 and config.excerpts.sentences == 15
+        assert all(b.api_key_env for b in config.backends if b.kind in ("openai", "anthropic"))
+
+
+def test_ordering_text_explains_a_failed_order_with_this_runs_measurements():
+    from stylebench_jax.report.transfer import ordering_text
+
+    order = {"expected": ["copy", "markov", "shuffle"], "observed": ["copy", "shuffle", "markov"],
+             "holds": False, "score": "score_calibrated", "n_items": 4,
+             "means": {"copy": 0.9, "markov": 0.3, "shuffle": 0.8},
+             "backends": {"copy": "ceiling", "markov": "mk", "shuffle": "sh"},
+             "differences": {"ceiling - sh": {"mean": 0.1234}}}
+    runs = {"ceiling": {"n_ok": 4}, "mk": {"n_ok": 3}, "sh": {"n_ok": 4}}
+    text = ordering_text({"ordering": order, "runs": runs, "flags": {"sh": {"reused_names": 4}}})
+    assert "observed copy > shuffle > markov" in text and "does not hold" in text
+    assert "costs 12.3 points against the copy (score_calibrated x100)" in text
+    assert "shuffle 4 of 4, markov 0 of 3" in text
+    assert ordering_text({"ordering": {**order, "observed": order["expected"], "holds": True}}).endswith(
+        "The ordering holds.")
