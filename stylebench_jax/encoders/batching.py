@@ -15,10 +15,11 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from stylebench_jax.parallel import round_up
-from stylebench_jax.text.chunking import pack_token_chunks
-from stylebench_jax.text.sentences import split_sentences
+from stylebench_jax.text.chunking import pack_token_chunks, steb_chunks
+from stylebench_jax.text.sentences import parser_sentences, split_sentences
 
-LONG_TEXT_MODES = ("chunk", "truncate")
+LONG_TEXT_MODES = ("chunk", "truncate", "steb", "steb-truncate")
+STEB_MODES = ("steb", "steb-truncate")  # STEB's settings (``encoders.neural`` module docstring)
 
 # Padded lengths: steps of 8 up to 64 tokens, 16 up to 128, then 32. Short texts dominate style
 # data, and on CPU cost grows with padded tokens, so fine steps at the short end pay for the few
@@ -37,6 +38,9 @@ def token_sequences(texts: Sequence[str], tokenizer, *, max_length: int, long_te
     cut at the budget (``long_text="truncate"``: the prompt, in front, is kept) or split at sentence
     boundaries and packed into chunks of at most ``budget - len(prompt ids)`` ids, each chunk with the
     prompt's own ids in front (``"chunk"``, STEB App. G: the caller mean-pools the chunks' vectors).
+    ``"steb-truncate"`` truncates like ``"truncate"``; ``"steb"`` chunks as STEB's
+    ``steb/models/chunking.py`` (``text.chunking.steb_chunks`` on ``text.sentences.parser_sentences``:
+    chunk strings tokenised again and cut at the budget, so an over-long sentence loses its tail).
     """
     if long_text not in LONG_TEXT_MODES:
         raise ValueError(f"long_text: expected one of {', '.join(LONG_TEXT_MODES)}, got {long_text!r}")
@@ -50,14 +54,20 @@ def token_sequences(texts: Sequence[str], tokenizer, *, max_length: int, long_te
         if len(ids) <= budget:
             sequences.append(tokenizer.wrap(ids))
             owners.append(index)
-        elif long_text == "truncate":
+        elif long_text in ("truncate", "steb-truncate"):
             sequences.append(tokenizer.wrap(ids[:budget]))
             owners.append(index)
         else:
             long_ids.append(index)
     for index in long_ids:
-        sentences = split_sentences(texts[index])
-        for chunk in pack_token_chunks(tokenizer.content_ids(sentences), budget - len(prompt_ids)):
+        if long_text == "steb":
+            room = budget - len(prompt_ids)
+            chunks = [ids[:room] for ids in tokenizer.content_ids(steb_chunks(
+                texts[index], parser_sentences(texts[index]), tokenizer, room))]
+        else:
+            chunks = pack_token_chunks(tokenizer.content_ids(split_sentences(texts[index])),
+                                       budget - len(prompt_ids))
+        for chunk in chunks:
             sequences.append(tokenizer.wrap([*prompt_ids, *chunk]))
             owners.append(index)
     return sequences, np.asarray(owners, dtype=np.int64)

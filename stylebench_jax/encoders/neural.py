@@ -2,9 +2,34 @@
 (``FlaxDecoderEmbedder``) as an ``Embedder``, sharded over a device mesh.
 
 Pipeline for ``embed(texts)``, the same for both families:
-1. tokenise (content ids only) with the optional prompt in front; long texts: ``chunk`` splits at
-   sentences and packs chunks within the token budget (each chunk embedded, then mean-pooled, STEB
-   App. G) or ``truncate`` cuts at the budget (``encoders.batching.token_sequences``);
+1. tokenise (content ids only) with the optional prompt in front; long texts (over the token budget
+   ``max_length`` minus the special tokens) by ``long_text`` (``encoders.batching.token_sequences``):
+
+   - ``chunk`` (ours, the default): split into sentences, pack consecutive sentences' token ids into
+     chunks within the budget, cut a sentence longer than the budget into budget-sized windows
+     (nothing is lost); embed each chunk, mean-pool the chunk vectors. The budget is the model's own
+     (``max_seq_length`` of sentence_bert_config.json: 256 for all-MiniLM-L6-v2, the length it was
+     trained at).
+   - ``truncate``: keep the first ``budget`` tokens.
+   - ``steb``: STEB's chunk-and-pool exactly (§3.4, App. G; github.com/rrivera1849/STEB
+     ``steb/models/chunking.py`` and ``steb/models/hf_model.py`` at 40a6b8e, the generic loader STEB
+     uses for all-MiniLM-L6-v2): the budget is the *tokenizer's* ``model_max_length`` (512 for
+     MiniLM; ``max_position_embeddings`` when the tokenizer sets none; ``max_length`` given caps it,
+     like STEB's ``max_tokens``); sentences from spaCy's ``en_core_web_sm`` parser
+     (``text.sentences.parser_sentences``); sentences are packed greedily by their token counts and a
+     chunk is the sentences joined by a space, tokenised again and *truncated* at the budget (so a
+     sentence longer than the budget loses its tail); the text's vector is the mean of its chunks'
+     vectors. STEB's loader mean-pools token states, applies no Normalize module and no prompt, so
+     unless ``pooling`` / ``normalize`` / ``prompt`` are given this mode uses mean pooling, no prompt
+     and returns the vectors unnormalised (tasks normalise them; STEB's retrieval episodes average
+     them first). Encoders only: STEB's loaders for causal LMs are not what we checked.
+   - ``steb-truncate``: STEB's truncation protocol (App. F): the same loader settings, each text cut
+     at the budget.
+
+   Why ours is the default: it never drops text (STEB truncates over-long sentences, e.g. lists or
+   poetry without full stops), the rule-based splitter is ~10x faster than the parser, and the model
+   sees chunks as long as the texts it was trained on. Results labelled STEB should be run with
+   ``--long-text steb``;
 2. sort sequences by length and cut into batches of ``batch_size`` rows, each padded to the smallest
    bucket length that fits (``encoders.batching``: a handful of compiled shapes);
 3. run the jitted forward with the batch sharded over the mesh's ``data`` axis and heads/MLP over
@@ -31,6 +56,7 @@ from jax.sharding import Mesh
 
 from stylebench_jax.encoders.batching import (
     LONG_TEXT_MODES,
+    STEB_MODES,
     batch_rows,
     bucket_length,
     length_batches,
@@ -56,8 +82,9 @@ from stylebench_jax.errors import InvalidOption
 from stylebench_jax.parallel import DECODER_RULES, DEFAULT_RULES, batch_sharding, resolve_mesh
 from stylebench_jax.parallel.distributed import process_count
 from stylebench_jax.progress import progress_bar
-from stylebench_jax.text.sentences import splitter_name
+from stylebench_jax.text.sentences import parser_splitter_name, splitter_name
 
+_HF_VERY_LARGE = 100_000  # STEB's get_model_max_length: larger tokenizer limits mean "not set"
 MAX_IN_FLIGHT = 2  # forward batches dispatched but not yet collected
 # Default token budget of decoders: LLM context windows (8k-128k tokens) would make activations huge,
 # and long texts are chunked anyway (STEB). ``max_length`` raises it.
@@ -101,6 +128,7 @@ class FlaxEncoderEmbedder:
     dtypes: tuple[str, ...] = ("float32",)
     default_rules = DEFAULT_RULES
     read_files = staticmethod(read_encoder_dir)
+    steb_modes = True  # --long-text steb / steb-truncate (STEB's generic encoder loader)
 
     def __init__(self, model_dir: str | Path, *, name: str | None = None, max_length: int | None = None,
                  pooling: str | None = None, normalize: bool | None = None, long_text: str = "chunk",
@@ -113,6 +141,11 @@ class FlaxEncoderEmbedder:
         self.model_dir, self.config, self.tokenizer = files.model_dir, files.config, files.tokenizer
         self.weights_digest = files.weights_digest
         defaults = files.defaults
+        if long_text in STEB_MODES:
+            # STEB's generic loader: the tokenizer's limit, mean pooling, no Normalize module, no prompt
+            defaults = {**defaults, "pooling": "mean", "normalize": False, "prompt": ""}
+            limit = self.steb_max_length()
+            max_length = limit if max_length is None else min(max_length, limit)
         prompt = defaults.get("prompt", "") if prompt is None else prompt
         max_length = max_length or defaults.get("max_length") or self.default_max_length(self.config)
         reserved = self.tokenizer.n_special + (len(self.tokenizer.content_ids([prompt])[0]) if prompt else 0)
@@ -140,6 +173,15 @@ class FlaxEncoderEmbedder:
         self.params = load_params(files.tensors, self.module, self.mesh,
                                   self.default_rules if rules is None else rules)
         self.forward_batches = 0  # number of compiled-forward calls made (tests and profiling read it)
+
+    def steb_max_length(self) -> int:
+        """STEB's ``get_model_max_length``: the tokenizer's ``model_max_length`` when set (and not
+        Hugging Face's "very large" placeholder), else ``max_position_embeddings``; at most what the
+        position table allows (RoBERTa: ``max_position_embeddings - padding_idx - 1``)."""
+        limit = self.tokenizer.model_max_length
+        if limit is None or limit > _HF_VERY_LARGE:
+            limit = self.config.max_position_embeddings
+        return min(int(limit), self.config.max_tokens)
 
     # ----------------------------------------------------------------- family hooks
     @staticmethod
@@ -177,7 +219,7 @@ class FlaxEncoderEmbedder:
     @property
     def identity(self) -> str:
         s = self.settings
-        split = splitter_name() if s.long_text == "chunk" else "none"
+        split = {"chunk": splitter_name, "steb": parser_splitter_name}.get(s.long_text, lambda: "none")()
         identity = (f"{self._identity_head()}/weights={self.weights_digest}/"
                     f"tokenizer={self.tokenizer.digest}/pool={s.pooling}/norm={int(s.normalize)}/"
                     f"max_length={s.max_length}/long_text={s.long_text}/split={split}/dtype={s.dtype}")
@@ -193,6 +235,9 @@ class FlaxEncoderEmbedder:
         if long_text not in LONG_TEXT_MODES:
             raise InvalidOption("long_text", f"expected one of {', '.join(LONG_TEXT_MODES)}, "
                                              f"got {long_text!r}")
+        if long_text in STEB_MODES and not cls.steb_modes:
+            raise InvalidOption("long_text", f"{long_text!r} reproduces STEB's generic loader for "
+                                             f"BERT-family encoders; a {cls.family} takes chunk or truncate")
         if pooling is not None and pooling not in cls.pooling_modes:
             raise InvalidOption("pooling", f"expected one of {', '.join(cls.pooling_modes)} for a "
                                            f"{cls.family}, got {pooling!r}")
@@ -302,6 +347,7 @@ class FlaxDecoderEmbedder(FlaxEncoderEmbedder):
     dtypes = tuple(DTYPES)
     default_rules = DECODER_RULES
     read_files = staticmethod(read_decoder_dir)
+    steb_modes = False
 
     @staticmethod
     def default_max_length(config) -> int:

@@ -38,7 +38,7 @@ class SentencePieceTokenizer:
 
     def __init__(self, processor, digest: str, *, offset: int, unk_id: int, prefix: tuple, suffix: tuple,
                  pad_id: int, kind: str, model_bytes: bytes = b"", file_name: str = LLAMA_FILE,
-                 config: dict | None = None):
+                 config: dict | None = None, model_max_length: int | None = None):
         self._processor = processor
         self._model_bytes, self._file_name, self._config = model_bytes, file_name, dict(config or {})
         self._offset = offset
@@ -48,6 +48,7 @@ class SentencePieceTokenizer:
         self.pad_id = pad_id
         self.digest = digest
         self.kind = kind
+        self.model_max_length = model_max_length  # as tokenizer.TextTokenizer (STEB's loader reads it)
 
     @property
     def n_special(self) -> int:
@@ -107,7 +108,10 @@ class SentencePieceTokenizer:
             digest_extra = f"llama/bos={int(add_bos)}/eos={int(add_eos)}"
         digest = hashlib.sha256(raw + digest_extra.encode()).hexdigest()[:16]
         kept = {key: tok_config[key] for key in _ID_KEYS if key in tok_config}
-        return cls(processor, digest, model_bytes=raw, file_name=model_file.name, config=kept, **settings)
+        limit = tok_config.get("model_max_length")
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+        return cls(processor, digest, model_bytes=raw, file_name=model_file.name, config=kept,
+                   model_max_length=limit, **settings)
 
 
 def _special_id(processor, tok_config: dict, key: str, default, model_file: Path):

@@ -52,12 +52,15 @@ def load_tokenizer(model_dir: Path) -> TextTokenizer | SentencePieceTokenizer:
 class TextTokenizer:
     """Wraps a ``tokenizers.Tokenizer``; knows the special-token prefix/suffix and the pad id."""
 
-    def __init__(self, tokenizer: Tokenizer, digest: str, pad_id: int):
+    def __init__(self, tokenizer: Tokenizer, digest: str, pad_id: int, model_max_length: int | None = None):
         tokenizer.no_truncation()
         tokenizer.no_padding()
         self._tokenizer = tokenizer
         self.digest = digest
         self.pad_id = pad_id
+        # ``model_max_length`` of tokenizer_config.json (None when absent): the length Hugging Face
+        # tokenizers truncate to, which STEB's generic loader uses as the model's context.
+        self.model_max_length = model_max_length
         probe_with = tokenizer.encode("a", add_special_tokens=True).ids
         probe_without = tokenizer.encode("a", add_special_tokens=False).ids
         start = next((i for i in range(len(probe_with) - len(probe_without) + 1)
@@ -123,7 +126,10 @@ class TextTokenizer:
         pad_id = tokenizer.token_to_id(pad_token) if isinstance(pad_token, str) else None
         if pad_id is None:
             pad_id = 0
-        return cls(tokenizer, hashlib.sha256(raw).hexdigest()[:16], pad_id)
+        model_max_length = tok_config.get("model_max_length")
+        if not isinstance(model_max_length, int) or isinstance(model_max_length, bool):
+            model_max_length = None
+        return cls(tokenizer, hashlib.sha256(raw).hexdigest()[:16], pad_id, model_max_length)
 
 
 def _wordpiece_from_vocab(vocab_txt: Path, lowercase: bool) -> Tokenizer:

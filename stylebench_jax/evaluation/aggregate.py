@@ -36,11 +36,18 @@ def aggregate_scores(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"operational": _operational(rows), "definitional": _definitional(rows)}
 
 
+_STEL_NOTE = (" (STEL's quadruples, order_quad, are STEL's protocol; STEB reads STEL through its ordered "
+              "pairs, the order_list units of the stel dataset)")
+
+
 def _operational(rows) -> dict[str, Any]:
     try:
         score = operational_score(rows)
     except NotApplicable as reason:
         return {"available": False, "reason": str(reason)}
+    if not score.columns:
+        return {"available": False,
+                "reason": f"no unit of this run is part of STEB's operational score{_STEL_NOTE}"}
     columns = [*score.columns, "overall"]
     return {"available": any(score.table[m] for m in score.models), "columns": columns,
             "table": _table(score.table, score.models, columns),
@@ -58,7 +65,8 @@ def _definitional(rows) -> dict[str, Any]:
     order = [*OBJECTS_OF_STUDY, "object_of_study", LINGUISTIC, CONTENT, "overall"]
     columns = [c for c in order if c in present or c in score.members]
     if not columns:
-        return {"available": False, "reason": "no dataset of this run has a definitional group",
+        return {"available": False,
+                "reason": f"no unit of this run is part of STEB's definitional score{_STEL_NOTE}",
                 "unassigned": score.unassigned}
     return {"available": True, "columns": columns,
             "table": _table(score.table, score.models, columns),

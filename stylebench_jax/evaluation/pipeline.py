@@ -49,6 +49,8 @@ class EvalRequest:
     datasets: Sequence[str] | None = None
     mesh: Mesh | None = None  # the run's one mesh (None: every device on data)
     batch_size: int | None = None
+    long_text: str = "chunk"  # neural models: chunk | truncate | steb | steb-truncate
+    max_length: int | None = None  # neural models: token budget (None: the model's / STEB's)
     cache_dir: Path | None = None
     use_cache: bool = True
     progress: bool = True
@@ -112,7 +114,8 @@ def _resolve_models(request: EvalRequest, mesh: Mesh) -> list[ModelEntry]:
     from stylebench_jax.encoders.registry import resolve_embedder
 
     options = {"mesh": mesh, "batch_size": request.batch_size, "progress": request.progress,
-               "data_root": request.data_root}
+               "data_root": request.data_root, "long_text": request.long_text,
+               "max_length": request.max_length}
     return [ModelEntry(name, resolve_embedder(name, **{k: v for k, v in options.items() if v is not None}))
             for name in request.models]
 
@@ -178,6 +181,9 @@ def _write_outputs(request: EvalRequest, suite_name: str, datasets, models: list
     write_text_atomic(scores_path, json.dumps(scores, indent=1, sort_keys=True, allow_nan=False) + "\n")
     title, description = run_description(suite_name, datasets, [m.label for m in models], seed=request.seed,
                                          n_boot=request.n_boot, version=__version__)
+    if request.long_text != "chunk" or request.max_length is not None:
+        description.append(f"Neural models embed long texts with --long-text {request.long_text}"
+                           + (f" --max-length {request.max_length}" if request.max_length else "") + ".")
     markdown_path, html_path = write_report(output_dir, rows, skipped, score_tables(scores),
                                             title=title, description=description)
     files = {"results": results_path, "skipped": skipped_path, "scores": scores_path,
@@ -193,6 +199,7 @@ def _run_info(request: EvalRequest, suite, datasets, models: list[ModelEntry], o
         "datasets": [{"name": n, "size": s} for n, s in datasets],
         "models": [{"label": m.label, "identity": m.identity} for m in models],
         "seed": request.seed, "n_boot": request.n_boot, "force": request.force,
+        "encoding": {"long_text": request.long_text, "max_length": request.max_length},
         "options": {k: str(v) if isinstance(v, Path) else v for k, v in request.options.items()},
         **timing,
         "cells": [{**dataclasses.asdict(t.key), "status": t.status, "seconds": round(t.seconds, 3),

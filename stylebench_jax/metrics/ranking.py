@@ -3,9 +3,10 @@
 Definitions (per query ``q`` with candidates ranked by descending similarity, ``rel_i`` = 1 when the
 candidate at rank ``i`` is relevant, ``P_q`` the query's relevant candidates):
 
-* ``success@K`` = 1 if ``sum_{i<=K} rel_i > 0`` else 0 (a hit rate; STEB and our retrieval task call
-  the same quantity ``success@K``);
-* ``recall@K`` = ``(1 / |P_q|) sum_{i<=K} rel_i`` (the *fraction* of the relevant candidates found);
+* ``success@K`` = 1 if ``sum_{i<=K} rel_i > 0`` else 0 (a hit rate; our retrieval task reports the
+  same quantity under the same name);
+* ``recall@K`` = ``(1 / |P_q|) sum_{i<=K} rel_i`` (the *fraction* of the relevant candidates found;
+  STEB's ``recall@K`` in steb/metrics.py is this fraction too);
 * ``ndcg@K`` = ``DCG@K / IDCG@K`` with binary gains, ``DCG@K = sum_{i<=K} rel_i / log2(i + 1)`` and
   ``IDCG@K = sum_{i <= min(K, |P_q|)} 1 / log2(i + 1)`` (Järvelin & Kekäläinen 2002; AuthBench A.9);
 * ``mrr`` = ``1 / rank of the first relevant candidate`` (Voorhees 1999). Not an AuthBench metric:

@@ -8,13 +8,16 @@ So for the relevant scores sorted descending ``r_1 >= r_2 >= ...`` the k-th rele
 ranks all relevant targets last, instead of scoring a perfect MRR by tie luck.
 
 Two MRR variants (STYLE.md: name both, say which is reported):
-  * ``mrr``  (primary): mean over queries of ``1 / rank of the first relevant target``
+  * ``mrr`` (primary): mean over queries of ``1 / rank of the first relevant target``
     (Voorhees, TREC-8 QA 1999; the usual authorship-retrieval definition, e.g. Rivera-Soto et al.
     2021). Perfect retrieval scores 1 whatever the number of relevant targets.
-  * ``mrr_steb``: mean over queries of the mean over *all* relevant targets of ``1 / rank``, as in
-    STEB's ``calculate_retrieval_metrics`` (steb/metrics.py). With several relevant targets even a
-    perfect ranking scores below 1 (two relevant: (1 + 1/2) / 2 = 0.75), so it mixes retrieval
-    quality with the number of relevant targets per query; reported for comparison with STEB.
+  * STEB's formula (:func:`steb_reciprocal_ranks`): mean over queries of the mean over *all*
+    relevant targets of ``1 / rank``, as in STEB's ``calculate_retrieval_metrics`` (steb/metrics.py).
+    STEB applies it to pooled episodes where every query has exactly one relevant target, so there
+    it equals ``mrr`` (``tasks.retrieval``'s ``mrr_steb``). On per-document ranking with several
+    relevant targets even a perfect ranking scores below 1 (two relevant: (1 + 1/2) / 2 = 0.75), so
+    it mixes retrieval quality with the number of relevant targets per query; ``tasks.retrieval``
+    reports it as ``mrr_all_relevant``, a number STEB does not report.
 
 ``success_at_k`` is the share of queries with at least one relevant target in the top K (the
 success rate / hit rate; AuthBench's Success@K). Recall@K, the average *fraction* of a query's
@@ -76,8 +79,8 @@ def mean_reciprocal_rank(first_ranks) -> float:
 
 
 def steb_reciprocal_ranks(ranks_per_query: Sequence[np.ndarray]) -> np.ndarray:
-    """Per-query STEB reciprocal rank ``(1/R_q) sum_j 1 / rank_qj`` over all ``R_q`` relevant targets
-    (STEB, steb/metrics.py ``calculate_retrieval_metrics``). Returns ``[Q]`` float64."""
+    """Per-query reciprocal rank by STEB's formula, ``(1/R_q) sum_j 1 / rank_qj`` over all ``R_q``
+    relevant targets (steb/metrics.py ``calculate_retrieval_metrics``). Returns ``[Q]`` float64."""
     out = np.empty(len(ranks_per_query), dtype=np.float64)
     for q, ranks in enumerate(ranks_per_query):
         ranks = np.asarray(ranks, dtype=np.float64)
@@ -88,7 +91,7 @@ def steb_reciprocal_ranks(ranks_per_query: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def mean_reciprocal_rank_steb(ranks_per_query: Sequence[np.ndarray]) -> float:
-    """STEB's MRR variant: mean over queries of :func:`steb_reciprocal_ranks`."""
+    """MRR by STEB's formula: mean over queries of :func:`steb_reciprocal_ranks`."""
     values = steb_reciprocal_ranks(ranks_per_query)
     if values.size == 0:
         raise ValueError("MRR needs at least one query")

@@ -14,8 +14,9 @@
 * ``method="roc"``: the ROC-interpolated EER of :func:`metrics.classification.equal_error_rate`
   (the crossing of the ROC polyline with FPR = FNR, linearly interpolated). It is what AuthBench's
   evaluation code computes (``compute_eer`` in ``eval/metrics.py`` of github.com/mao-code/AURA_Bench,
-  commit b73d8de, interpolates the first FPR/FNR crossing) and what STEB and PAN use. The two
-  agree to within one step ``max(1/P_pos, 1/P_neg)``.
+  commit b73d8de, interpolates the first FPR/FNR crossing) and what STEB computes (steb/metrics.py
+  ``calculate_eer``). PAN's verification evaluators compute no EER (they report AUC, c@1, F0.5u, F1
+  and Brier: ``metrics.pan``). The two agree to within one step ``max(1/P_pos, 1/P_neg)``.
 """
 
 from __future__ import annotations

@@ -19,15 +19,18 @@ from typing import Any
 import numpy as np
 
 from stylebench_jax.report import plots
-from stylebench_jax.report.markdown import ScoreTable
+from stylebench_jax.report.markdown import VARIANTS_INTRO, ScoreTable
 from stylebench_jax.report.tables import (
     TaskTable,
+    VariantTable,
     column_n,
+    format_pair,
     format_value,
     group_skipped,
     report_tables,
     task_tables,
     task_title,
+    variant_tables,
 )
 
 _CSS = """
@@ -100,6 +103,17 @@ def _task_table_html(table: TaskTable) -> str:
             text = "—" if cell is None else _value_html(cell.value, cell.ci_low, cell.ci_high)
             out.append(f"<td{css}>{text}</td>")
         out.append(f"<td><i>{_e(column_n(table, column))}</i></td></tr>")
+    out.append("</table>")
+    return _scroll("".join(out))
+
+
+def _variant_table_html(table: VariantTable) -> str:
+    """Rows = dataset columns, columns = models, cells ``ours / STEB``."""
+    out = ["<table><tr><th>dataset</th>" + "".join(f"<th>{_breakable(m)}</th>" for m in table.models)
+           + "</tr>"]
+    for column in table.columns:
+        cells = "".join(f"<td>{_e(format_pair(table.cells[(m, column)]))}</td>" for m in table.models)
+        out.append(f"<tr><td>{_breakable(column)}</td>{cells}</tr>")
     out.append("</table>")
     return _scroll("".join(out))
 
@@ -187,6 +201,8 @@ def render_html(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]
     body = [f"<h1>{_e(title)}</h1>"] + [f'<p class="note">{_e(line)}</p>' for line in description if line]
     links = ([("scores", "Aggregate scores")] if scores else []) + [("overview", "Overview")]
     links += [(_anchor(t), f"{task_title(t.task)} — {t.metric}") for t in tables]
+    variants = variant_tables(rows)
+    links += [("variants", "Ours vs STEB's")] if variants else []
     links += ([("skipped", "Not applicable")] if skipped else []) + [("all", "All metrics")]
     body.append("<nav>" + " · ".join(f'<a href="#{a}">{_e(text)}</a>' for a, text in links) + "</nav>")
     body.append('<p class="note">Cells show the primary metric with its 95% bootstrap confidence interval '
@@ -202,6 +218,13 @@ def render_html(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]
         body.append(f'<h2 id="{_anchor(table)}">{_e(task_title(table.task))} — {_e(table.metric)}</h2>')
         body += _task_charts(table)
         body.append(_task_table_html(table))
+    if variants:
+        body += ['<h2 id="variants">Our protocols vs STEB\'s</h2>',
+                 f'<p class="note">{_e(VARIANTS_INTRO)}</p>']
+        for table in variants:
+            heading = f"{task_title(table.task)} — {table.ours} (ours) / {table.steb} (STEB)"
+            body += [f"<h3>{_e(heading)}</h3>", f'<p class="note">{_e(table.why)}</p>',
+                     _variant_table_html(table)]
     if skipped:
         body += ['<h2 id="skipped">Not applicable</h2>', _skipped_html(skipped)]
     body.append(f'<h2 id="all">All metrics</h2><details><summary>{len(rows)} rows, as in results.jsonl: '

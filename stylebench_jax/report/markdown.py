@@ -11,14 +11,21 @@ from typing import Any
 
 from stylebench_jax.report.tables import (
     TaskTable,
+    VariantTable,
     breakdown_tables,
     column_n,
     format_cell,
+    format_pair,
     format_value,
     group_skipped,
     report_tables,
     task_title,
+    variant_tables,
 )
+
+VARIANTS_INTRO = ("Where our protocol and STEB's differ, every cell shows ours / STEB's value (no interval; "
+                  "the task tables above and results.jsonl have them). Results labelled STEB, and STEB's "
+                  "aggregate scores, use STEB's protocol.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +74,16 @@ def task_table_markdown(table: TaskTable) -> str:
     return "\n".join(lines)
 
 
+def variant_table_markdown(table: VariantTable) -> str:
+    """Rows = dataset columns, columns = models, cells ``ours / STEB``."""
+    lines = ["| dataset | " + " | ".join(_escape(m) for m in table.models) + " |",
+             "|---|" + "---|" * len(table.models)]
+    for column in table.columns:
+        cells = [format_pair(table.cells[(model, column)]) for model in table.models]
+        lines.append(f"| {_escape(column)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _details_markdown(summary: str, lines: Sequence[str]) -> list[str]:
     return ["<details><summary>" + _escape(summary) + "</summary>", ""] + [f"- {line}" for line in lines] + \
         ["", "</details>"]
@@ -104,6 +121,12 @@ def render_leaderboard(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[st
             parts += [score_table_markdown(score), ""]
     for table in report_tables(rows):
         parts += [f"## {task_title(table.task)} — {table.metric}", "", task_table_markdown(table), ""]
+    variants = variant_tables(rows)
+    if variants:
+        parts += ["## Our protocols vs STEB's", "", VARIANTS_INTRO, ""]
+        for table in variants:
+            parts += [f"### {task_title(table.task)} — {table.ours} (ours) / {table.steb} (STEB)", "",
+                      table.why, "", variant_table_markdown(table), ""]
     breakdowns = breakdown_tables(rows)
     if breakdowns:
         parts += ["## Breakdowns", "", "The same metrics per stratum (language, genre with blog and "

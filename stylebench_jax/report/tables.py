@@ -107,6 +107,46 @@ def task_tables(rows: Sequence[dict[str, Any]], metric: str | None = None) -> li
     return tables
 
 
+@dataclasses.dataclass(frozen=True)
+class VariantTable:
+    """Our metric and STEB's side by side (a task row's ``variants``): ``cells[(model, column)] =
+    (ours, steb)``, either ``None`` when absent (e.g. STEB's episodes need vectors)."""
+
+    task: str
+    ours: str
+    steb: str
+    why: str
+    models: tuple[str, ...]
+    columns: tuple[str, ...]
+    cells: dict[tuple[str, str], tuple[Cell | None, Cell | None]]
+
+
+def variant_tables(rows: Sequence[dict[str, Any]]) -> list[VariantTable]:
+    """One table per task variant (``registry.TaskSpec.variants``) with rows of STEB's metric."""
+    tables = []
+    for task in ordered_tasks(r["task"] for r in rows):
+        spec = registry.TASKS.get(task)
+        for variant in spec.variants if spec else ():
+            ours = task_tables([r for r in rows if r["task"] == task], variant.ours)
+            steb = task_tables([r for r in rows if r["task"] == task], variant.steb)
+            if not steb:
+                continue
+            ours_table = ours[0] if ours else None
+            columns = list(steb[0].columns) + [c for c in (ours_table.columns if ours_table else ())
+                                               if c not in steb[0].columns]
+            models = sorted(set(steb[0].models) | set(ours_table.models if ours_table else ()))
+            cells = {(m, c): (ours_table.cells.get((m, c)) if ours_table else None, steb[0].cells.get((m, c)))
+                     for m in models for c in columns}
+            tables.append(VariantTable(task, variant.ours, variant.steb, variant.why, tuple(models),
+                                       tuple(columns), cells))
+    return tables
+
+
+def format_pair(pair: tuple[Cell | None, Cell | None], digits: int = 3) -> str:
+    """``ours / STEB`` values, ``—`` for an absent one."""
+    return " / ".join("—" if cell is None else format_value(cell.value, digits) for cell in pair)
+
+
 _LENGTH_ORDER = {"short": 0, "medium": 1, "long": 2, "extra_long": 3}
 _AXIS_ORDER = {"language": 0, "genre": 1, "length": 2, "pool": 3}
 

@@ -64,11 +64,16 @@ class TextScorer:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """``[N, D]`` float32, L2-normalised rows (zero rows stay zero)."""
-        if not self.has_vectors:
-            raise NotApplicable(f"{self.name} gives only pairwise similarities, not vectors")
-        vectors = np.asarray(self._embed_fn(self.model, texts), dtype=np.float32)
+        vectors = self.embed_raw(texts)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms > 0, norms, 1.0)
+
+    def embed_raw(self, texts: Sequence[str]) -> np.ndarray:
+        """``[N, D]`` float32 as the embedder returns them (not normalised here): for protocols that
+        average vectors before normalising, as STEB's episodes do."""
+        if not self.has_vectors:
+            raise NotApplicable(f"{self.name} gives only pairwise similarities, not vectors")
+        return np.asarray(self._embed_fn(self.model, texts), dtype=np.float32)
 
     def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """``[len(a)]`` float64 similarity of ``a[i]`` and ``b[i]`` (cosine for embedders)."""

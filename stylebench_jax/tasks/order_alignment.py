@@ -1,9 +1,9 @@
-"""Order alignment: STEL's quadruple, triple and STEL-or-Content rules and STEB's ordered lists.
+"""Order alignment: STEL's quadruple, triple and STEL-or-Content rules, and two rules for ordered lists.
 
-One rule covers them all. An instance has an ordered *reference* list ``R = (r_1, ..., r_K)`` and an
-unordered *candidate* set ``C`` of ``M >= K`` texts, of which ``K`` carry the reference's styles (the
-others are distractors). The prediction is the injective assignment ``pi`` of reference positions to
-candidates that minimises the distance
+**Our rule** (one rule for every order-alignment instance). An instance has an ordered *reference*
+list ``R = (r_1, ..., r_K)`` and an unordered *candidate* set ``C`` of ``M >= K`` texts, of which
+``K`` carry the reference's styles (the others are distractors). The prediction is the injective
+assignment ``pi`` of reference positions to candidates that minimises the distance
 
     cost(pi) = || (1 - s(r_1, c_pi(1)), ..., 1 - s(r_K, c_pi(K))) ||_2
 
@@ -21,12 +21,32 @@ Special cases, all from STEL (Wegmann & Nguyen 2021, github.com/nlpsoc/STEL
 - STEL-or-Content: the wrong alternative is replaced by A2 (same content as A1, opposite style), then the
   triple rule: the distractor tests whether the scorer prefers style over content.
 
-STEB (Rivera Soto et al., seed paper 000, github.com/rrivera1849/STEB) generalises to ordered lists of
-any length K (e.g. OneStopEnglish's 3 reading levels): every group is aligned to every other group of
-the same category, and its distractor variant moves one reference item into the candidate set (the
-last one, and in a second variant the first one; distractor accuracy averages the two). STEB solves the
-assignment with the Hungarian algorithm on the *sum* of distances; we minimise the L2 norm so that
-K = 2 is exactly STEL's quadruple rule (``norm="l1"`` gives STEB's objective).
+For ordered lists of any length K (e.g. OneStopEnglish's 3 reading levels) our rule
+(:func:`evaluate_ordered_lists`, metrics ``accuracy`` and ``distractor_accuracy``) aligns every
+*ordered* pair of distinct groups of one unit, with the candidate group shuffled (seeded), and the
+distractor variants move one reference item into the candidate set (the last one, and in a second
+variant the first one; distractor accuracy averages the two). ``norm="l1"`` sums the distances
+instead of taking their L2 norm; it is *not* STEB's rule (no clipping, exact-assignment credit).
+
+**STEB's rule** (:func:`evaluate_ordered_lists_steb`, metrics ``accuracy_steb`` and
+``distractor_accuracy_steb``; Rivera Soto et al., seed paper 000 §3.1; code
+github.com/rrivera1849/STEB ``steb/tasks/order_alignment.py`` at commit 8a036408, ``align_and_score``
+and ``OrderAlignmentTask.evaluate``): every *unordered* pair ``i < j`` of groups with the same label
+(``itertools.combinations``); cosines are clipped at 0, the cost ``1 - max(s, 0)`` goes to the Hungarian
+algorithm (``scipy.optimize.linear_sum_assignment``) with the target group *in its true order*, and the
+credit is the share of positions assigned correctly (per-position, not all-or-nothing). Distractor
+variants as above without shuffling (the last item of ``i`` replaces the last of ``j`` and leaves ``i``;
+the first item likewise, expected positions offset by one); ``distractor_accuracy_steb`` is the mean
+over both variants of all pairs.
+
+Why we keep ours next to STEB's. Clipping turns every non-positive cosine into the same cost 1, and the
+solver then breaks the resulting ties in favour of the identity assignment, which is the right answer
+because the targets keep their true order; per-position credit also gives partial marks. Both inflate
+STEB's numbers for models that do not separate the styles at all (real MiniLM, quick suite: ASSET 0.691
+with STEB's rule vs 0.568 with ours; OneStopEnglish sentences 0.502 vs 0.214 and distractor accuracy
+0.198 vs 0.000). Our rule shuffles the candidates and gives tied assignments the expected credit of a
+random tie break, so a constant scorer scores chance. Results labelled STEB (``*_steb`` metrics and
+STEB's aggregate scores) use STEB's rule; ``accuracy`` / ``distractor_accuracy`` are ours.
 
 Accuracy is the mean credit. STEL's script differs in one corner we do not copy: it reports exactly 0.5
 for a component when undecided instances are at least as many as decided ones.
@@ -36,9 +56,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from stylebench_jax.data.stel import StelInstance
 from stylebench_jax.data.units import OrderedLists, StelSet
@@ -78,7 +99,8 @@ def assignment_credit(similarities: np.ndarray, answer_index: np.ndarray, assign
       similarities: ``[N, K, M]`` float64, ``s(reference_i, candidate_j)``.
       answer_index: ``[N]`` int, row of ``assignments`` that is the true assignment.
       assignments: ``[P, K]`` int, every injective map of K positions into M candidates.
-      norm: ``"l2"`` (STEL) or ``"l1"`` (STEB's Hungarian objective).
+      norm: ``"l2"`` (STEL) or ``"l1"`` (sum of the distances; not STEB's rule, which clips cosines
+        at 0 and credits positions: :func:`steb_align_and_score`).
 
     Returns:
       ``[N]`` float64 in [0, 1]: 1 right, 0 wrong, ``1/m`` for an m-way tie holding the answer.
@@ -184,8 +206,9 @@ def stel_or_content(instance: StelInstance) -> AlignmentInstance:
 
 def pair_groups(groups: Sequence[Sequence[str]], *, max_instances: int | None = None,
                 seed: int = 0) -> list[tuple[int, int]]:
-    """Ordered pairs ``(reference group, candidate group)`` of distinct groups (STEB pairs every group with
-    every other one), optionally a seeded sample of ``max_instances`` of them, in sorted order."""
+    """Ordered pairs ``(reference group, candidate group)`` of distinct groups (both directions; STEB's
+    rule uses each unordered pair once), optionally a seeded sample of ``max_instances`` of them, in
+    sorted order."""
     lengths = {len(group) for group in groups}
     if len(lengths) > 1:
         raise ValueError(f"all groups need the same number of ordered texts, got lengths {sorted(lengths)}")
@@ -250,13 +273,13 @@ def evaluate_stel(scorer: TextScorer, instances: Sequence[StelInstance], *, seed
 def evaluate_ordered_lists(scorer: TextScorer, groups: Sequence[Sequence[str]], *,
                            max_instances: int | None = MAX_LIST_INSTANCES, seed: int = 0, norm: str = "l2",
                            n_resamples: int = DEFAULT_RESAMPLES) -> list[Score]:
-    """STEB order alignment on groups of same-content texts, each listed in the same order of styles.
+    """Our order alignment on groups of same-content texts, each listed in the same order of styles.
 
-    Every ordered pair of distinct groups is one instance (STEB pairs each group with every other):
-    align the shuffled second group to the first. With more than ``max_instances`` pairs (default
-    10,000; ``None`` = all) a seeded sample of them is used. Returns ``accuracy`` (exact assignment) and
-    ``distractor_accuracy`` (mean of STEB's two distractor variants per instance); the bootstrap
-    resamples instances. Groups need at least 2 texts.
+    Every ordered pair of distinct groups is one instance: align the shuffled second group to the
+    first (STEB's rule on the same groups: :func:`evaluate_ordered_lists_steb`). With more than
+    ``max_instances`` pairs (default 10,000; ``None`` = all) a seeded sample of them is used. Returns
+    ``accuracy`` (exact assignment) and ``distractor_accuracy`` (mean of the two distractor variants per
+    instance); the bootstrap resamples instances. Groups need at least 2 texts.
     """
     if len(groups) < 2 or any(len(group) < 2 for group in groups):
         raise ValueError(f"order alignment needs at least 2 groups of at least 2 ordered texts, got "
@@ -274,6 +297,146 @@ def evaluate_ordered_lists(scorer: TextScorer, groups: Sequence[Sequence[str]], 
             mean_with_ci(variants, "distractor_accuracy", seed=seed, n_resamples=n_resamples)]
 
 
+# ------------------------------------------------------------------------------- STEB's list rule
+
+@dataclasses.dataclass(frozen=True)
+class StebListCredits:
+    """Per unordered group pair ``(i, j)``, ``i < j`` in ``itertools.combinations`` order: STEB's
+    per-position credit of the plain alignment and of its two distractor variants, ``[P]`` float64."""
+
+    pairs: tuple[tuple[int, int], ...]
+    plain: np.ndarray
+    last: np.ndarray
+    first: np.ndarray
+
+
+def steb_align_and_score(similarity: np.ndarray, offset: int = 0) -> float:
+    """STEB's credit of one alignment (``align_and_score`` in steb/tasks/order_alignment.py).
+
+    ``similarity [n_src, n_tgt]`` float64: source position ``a`` against target position ``b``, the
+    targets in their true order. Cosines are clipped at 0, ``linear_sum_assignment`` minimises the
+    summed cost ``1 - max(s, 0)``, and the credit is the share of source positions ``a`` assigned to
+    target ``a + offset``. Fewer than 2 targets score 0 (as STEB).
+    """
+    n_src, n_tgt = similarity.shape
+    if n_tgt < 2:
+        return 0.0
+    rows, cols = linear_sum_assignment(1.0 - np.maximum(similarity, 0.0))
+    predicted = cols[np.argsort(rows)]
+    return float(np.mean(predicted == np.arange(n_src) + offset))
+
+
+def _l2_normalize(x: np.ndarray) -> np.ndarray:
+    """STEB's ``l2_normalize`` (steb/metrics.py): rows divided by their norm, zero rows left as they are."""
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.where(norms == 0, 1.0, norms)
+
+
+def _label_pairs(labels: Sequence) -> list[tuple[int, int]]:
+    """Unordered pairs of indices with equal labels: labels in first-appearance order, then
+    ``itertools.combinations`` within each (STEB's ``group_indices_by_label`` loop)."""
+    groups: dict = {}
+    for index, label in enumerate(labels):
+        groups.setdefault(label, []).append(index)
+    return [pair for members in groups.values() for pair in itertools.combinations(members, 2)]
+
+
+def steb_list_credits(vectors: np.ndarray, labels: Sequence | None = None) -> StebListCredits:
+    """STEB's rule on every unordered same-label pair of groups, from embeddings.
+
+    ``vectors [G, K, D]`` (any float; L2-normalised here in float64 as STEB does), ``labels [G]``
+    (``None``: one label). The similarity matrices are formed exactly as STEB forms them (the
+    distractor target is ``j`` with its last, resp. first, row replaced by ``i``'s), one small
+    product per alignment, so the numbers match STEB's code bit for bit (tests/reference).
+    """
+    x = _l2_normalize(np.asarray(vectors, dtype=np.float64))
+    if x.ndim != 3 or x.shape[1] < 2:
+        raise ValueError(f"vectors must be [G, K >= 2, D], got {x.shape}")
+    pairs = _label_pairs([0] * x.shape[0] if labels is None else labels)
+    plain, last, first = (np.empty(len(pairs)) for _ in range(3))
+    for p, (i, j) in enumerate(pairs):
+        emb_i, emb_j = x[i], x[j]
+        plain[p] = steb_align_and_score(emb_i @ emb_j.T)
+        target = emb_j.copy()
+        target[-1] = emb_i[-1]
+        last[p] = steb_align_and_score(emb_i[:-1] @ target.T)
+        target = emb_j.copy()
+        target[0] = emb_i[0]
+        first[p] = steb_align_and_score(emb_i[1:] @ target.T, offset=1)
+    return StebListCredits(tuple(pairs), plain, last, first)
+
+
+def steb_list_credits_from_similarities(cross: Callable[[int, int], np.ndarray],
+                                        within: Callable[[int], np.ndarray],
+                                        n_groups: int) -> StebListCredits:
+    """STEB's rule for a similarity-only scorer (one label): ``cross(i, j) [K, K]`` = ``s(g_i[a],
+    g_j[b])``, ``within(i) [K, K]`` = ``s(g_i[a], g_i[b])``. The distractor matrices are assembled
+    from them as :func:`steb_list_credits` forms them from vectors. (STEB itself has only embedders.)"""
+    pairs = list(itertools.combinations(range(n_groups), 2))
+    plain, last, first = (np.empty(len(pairs)) for _ in range(3))
+    for p, (i, j) in enumerate(pairs):
+        c, w = cross(i, j), within(i)
+        plain[p] = steb_align_and_score(c)
+        last[p] = steb_align_and_score(np.concatenate([c[:-1, :-1], w[:-1, -1:]], axis=1))
+        first[p] = steb_align_and_score(np.concatenate([w[1:, :1], c[1:, 1:]], axis=1), offset=1)
+    return StebListCredits(tuple(pairs), plain, last, first)
+
+
+def _steb_credits(scorer: TextScorer, groups: Sequence[Sequence[str]]) -> StebListCredits:
+    if scorer.has_vectors:
+        texts = [text for group in groups for text in group]
+        vectors = scorer.embed(texts).reshape(len(groups), len(groups[0]), -1)
+        return steb_list_credits(vectors)
+    k = len(groups[0])
+    left, right = [], []
+    for i, j in itertools.combinations(range(len(groups)), 2):
+        for a in range(k):
+            left += [groups[i][a]] * k
+            right += list(groups[j])
+    for group in groups:
+        for a in range(k):
+            left += [group[a]] * k
+            right += list(group)
+    sims = _pair_similarities(scorer, left, right)
+    n_pairs = len(groups) * (len(groups) - 1) // 2
+    cross_block = sims[:n_pairs * k * k].reshape(n_pairs, k, k)
+    within_block = sims[n_pairs * k * k:].reshape(len(groups), k, k)
+    pair_index = {pair: p for p, pair in enumerate(itertools.combinations(range(len(groups)), 2))}
+    return steb_list_credits_from_similarities(lambda i, j: cross_block[pair_index[i, j]],
+                                               lambda i: within_block[i], len(groups))
+
+
+def steb_scores(credits: StebListCredits, *, seed: int = 0,
+                n_resamples: int = DEFAULT_RESAMPLES) -> list[Score]:
+    """``accuracy_steb`` and ``distractor_accuracy_steb`` from per-pair credits.
+
+    Values are STEB's: ``mean(plain)`` and the mean of the concatenated ``last + first`` lists (as
+    ``OrderAlignmentTask.evaluate`` averages them). STEB reports no interval; ours resamples group
+    pairs (the distractor interval of the per-pair mean of the two variants), seeded.
+    """
+    if not credits.pairs:
+        return [Score("accuracy_steb", float("nan"), float("nan"), float("nan"), 0),
+                Score("distractor_accuracy_steb", float("nan"), float("nan"), float("nan"), 0)]
+    accuracy = mean_with_ci(credits.plain, "accuracy_steb", seed=seed, n_resamples=n_resamples)
+    value = float(np.mean(np.concatenate([credits.last, credits.first])))
+    low, high = bootstrap_ci((credits.last + credits.first) / 2.0, n_boot=n_resamples, seed=seed)
+    return [accuracy, Score("distractor_accuracy_steb", value, low, high, len(credits.pairs))]
+
+
+def evaluate_ordered_lists_steb(scorer: TextScorer, groups: Sequence[Sequence[str]], *, seed: int = 0,
+                                n_resamples: int = DEFAULT_RESAMPLES) -> list[Score]:
+    """STEB's order alignment (module docstring) on one unit's groups, all of one label: every
+    unordered pair of groups, no sampling (``G (G - 1) / 2`` Hungarian problems of size K, three per
+    pair). Returns ``accuracy_steb`` and ``distractor_accuracy_steb``; ``n`` = group pairs."""
+    if len(groups) < 2 or any(len(group) < 2 for group in groups):
+        raise ValueError(f"order alignment needs at least 2 groups of at least 2 ordered texts, got "
+                         f"{len(groups)} group(s)")
+    if len({len(group) for group in groups}) > 1:
+        raise ValueError(f"all groups need the same number of ordered texts, got lengths "
+                         f"{sorted({len(group) for group in groups})}")
+    return steb_scores(_steb_credits(scorer, groups), seed=seed, n_resamples=n_resamples)
+
+
 def run_stel(scorer: TextScorer, payload: StelSet, context: TaskContext, *, seed: int,
              n_boot: int) -> list[Score]:
     """Task-table runner (``tasks.registry``) of :func:`evaluate_stel`."""
@@ -282,5 +445,8 @@ def run_stel(scorer: TextScorer, payload: StelSet, context: TaskContext, *, seed
 
 def run_ordered_lists(scorer: TextScorer, payload: OrderedLists, context: TaskContext, *, seed: int,
                       n_boot: int) -> list[Score]:
-    """Task-table runner (``tasks.registry``) of :func:`evaluate_ordered_lists`."""
-    return evaluate_ordered_lists(scorer, payload.lists, seed=seed, n_resamples=n_boot)
+    """Task-table runner (``tasks.registry``): our :func:`evaluate_ordered_lists` (``accuracy``,
+    ``distractor_accuracy``), then STEB's :func:`evaluate_ordered_lists_steb` (``accuracy_steb``,
+    ``distractor_accuracy_steb``) on the same groups."""
+    return (evaluate_ordered_lists(scorer, payload.lists, seed=seed, n_resamples=n_boot)
+            + evaluate_ordered_lists_steb(scorer, payload.lists, seed=seed, n_resamples=n_boot))

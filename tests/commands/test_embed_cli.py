@@ -119,3 +119,14 @@ def test_cache_info_and_clear(tmp_path, txt_input, cache_dir, capsys):
     capsys.readouterr()
     assert main(["cache", "info", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["spaces"] == []
+
+
+def test_steb_long_text_on_a_decoder_is_a_flag_error(tmp_path, txt_input, cache_dir, capsys):
+    from tests.helpers.fixtures import model_dir
+
+    out = tmp_path / "a.npy"
+    assert run_cli("--model", model_dir("qwen2"), "--long-text", "steb", "--input", txt_input,
+                   "--output", out) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("stylebench embed: error: --long-text: 'steb' reproduces STEB's generic loader")
+    assert "\n" not in err and not out.exists()

@@ -98,3 +98,54 @@ def test_file_level_errors(tmp_path):
     latin.write_bytes(("\t".join(HEADER) + "\n").encode() + row.encode("latin-1"))
     with pytest.raises(UserInputError, match=r"latin\.tsv:2:6: not valid UTF-8 \(.*byte 0xe9\)"):
         read_stel_tsv(latin)
+
+
+# ------------------------------------------------------------------------------ STEB's construction
+
+def test_steb_pairs_equal_stebs_loader_on_the_public_files(data_root):
+    from stylebench_jax.data.stel import STEB_PAIRS_PER_STYLE, steb_ordered_pairs, steb_stel_lists
+    from tests.reference.steb_reference import load_stel_records, select_records
+
+    records = load_stel_records(str(data_root / "stel"))
+    expected: dict[str, list[tuple[str, str]]] = {}
+    for record in records:
+        expected.setdefault(record["label"], []).append(tuple(record["text"]))
+    every = [x for instances in load_stel(data_root, min_votes=0).values() for x in instances]
+    ours = steb_ordered_pairs(every)
+    assert ours == expected  # same pairs, same order, per style type
+    assert {k: len(v) for k, v in ours.items()} == {"formality": 196, "simplicity": 197, "contraction": 101,
+                                                    "nbr_substitution": 100, "emotives": 200}
+    # STEB's benchmark preset: order alignment, episode size 1, 100 episodes per class
+    assert STEB_PAIRS_PER_STYLE == 100
+    selected = select_records(records, 1, STEB_PAIRS_PER_STYLE)
+    assert steb_stel_lists(every) == {label: [list(t) for t in texts] for label, texts in selected.items()}
+    assert {k: len(v) for k, v in steb_stel_lists(every, per_style=None).items()} == \
+        {k: len(v) for k, v in ours.items()}
+
+
+def test_steb_pair_order_agrees_with_the_correct_alternative(data_root):
+    # STEB orders each pair by its half of the ID and ignores "Correct Alternative"; on the public
+    # files both say the same: the anchors' most-style text pairs with the matching alternative.
+    from stylebench_jax.data.stel import _ordered_pair
+
+    for component, instances in load_stel(data_root, min_votes=0).items():
+        for x in instances:
+            halves = x.id.strip()[3:].split("_")
+            anchors = _ordered_pair(x.anchor1, x.anchor2, halves[0], component)
+            alternatives = _ordered_pair(x.alt1, x.alt2, halves[1], component)
+            if anchors is None or alternatives is None:
+                assert component in ("em-subj-pronoun", "definite-abstract")
+                continue
+            a1_is_most = anchors[0] == x.anchor1
+            s1_is_most = alternatives[0] == x.alt1
+            assert (a1_is_most == s1_is_most) == (x.correct == 1), x.id
+
+
+def test_steb_units_are_ordered_lists_of_the_five_style_types(data_root):
+    from stylebench_jax.data.registry import load_units
+
+    units = load_units("stel", data_root)
+    lists = {u.subset: u.payload.lists for u in units if u.task == "order_list"}
+    assert list(lists) == ["formality", "simplicity", "contraction", "nbr_substitution", "emotives"]
+    assert all(len(v) == 100 and all(len(pair) == 2 for pair in v) for v in lists.values())
+    assert [u.subset for u in units if u.task == "order_quad"] == list(STEL_FILES)

@@ -15,12 +15,18 @@ def rows_for(models):
     for model in models:
         for (dataset, subset), v in zip((("stel", "formality"), ("stel", "contraction"),
                                          ("cds_samples", "all")), values[model]):
-            task = "clustering" if dataset == "cds_samples" else "order_quad"
-            metrics = ["v_measure"] if task == "clustering" else ["accuracy", "distractor_accuracy"]
+            # STEL enters STEB's scores as STEB's ordered pairs (order_list, *_steb metrics)
+            task = "clustering" if dataset == "cds_samples" else "order_list"
+            metrics = ["v_measure"] if task == "clustering" else ["accuracy_steb", "distractor_accuracy_steb"]
             for k, metric in enumerate(metrics):
                 rows.append({"model": model, "dataset": dataset, "subset": subset, "task": task,
                              "metric": metric, "primary": k == 0, "value": v - 0.1 * k, "ci_low": v - 0.2,
                              "ci_high": v, "n": 100})
+            if task == "order_list":  # STEL's own quadruples and our list rule: not read by STEB's scores
+                for other_task, metric in (("order_quad", "distractor_accuracy"), ("order_list", "accuracy")):
+                    rows.append({"model": model, "dataset": dataset, "subset": subset, "task": other_task,
+                                 "metric": metric, "primary": False, "value": 1.0 - v, "ci_low": 0.0,
+                                 "ci_high": 1.0, "n": 100})
     return rows
 
 
@@ -41,7 +47,7 @@ def test_operational_and_definitional_with_three_models():
     summary, lines = tables[0].details[0]
     assert summary.startswith("Ward clusters")
     assert lines == ("clustering: {cds_samples/all/clustering}",
-                     "order_alignment: {stel/contraction/order_quad, stel/formality/order_quad}")
+                     "order_alignment: {stel/contraction/order_list, stel/formality/order_list}")
 
 
 def test_operational_absent_with_two_models_says_why():
@@ -70,3 +76,14 @@ def test_blank_cells_are_explained_once_per_column_and_tables_survive_a_json_rou
     assert any(note.startswith("— = not computable") for note in operational.notes)
     # scores.json is written with sorted keys; the report re-rendered from it must not change
     assert score_tables(json.loads(json.dumps(scores, sort_keys=True))) == tables
+
+
+def test_stel_quadruples_alone_give_no_steb_score_and_say_why():
+    rows = [{"model": model, "dataset": "stel", "subset": "formality", "task": "order_quad", "metric": metric,
+             "primary": metric == "accuracy", "value": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 100}
+            for model in ("a", "b", "c") for metric in ("accuracy", "distractor_accuracy")]
+    scores = aggregate_scores(rows)
+    for name in ("operational", "definitional"):
+        assert scores[name]["available"] is False
+        assert scores[name]["reason"].startswith(f"no unit of this run is part of STEB's {name} score")
+        assert "order_list units of the stel dataset" in scores[name]["reason"]

@@ -230,3 +230,31 @@ def test_rerender_bad_run_directory_is_one_line_error(tmp_path, capsys, case, me
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
     assert not (run / "report.html").exists()
+
+
+def test_ours_and_stebs_variants_side_by_side(tmp_path):
+    from stylebench_jax.report.tables import variant_tables
+
+    rows = [row("minilm", "asset", "all", "order_list", "accuracy", 0.568, 0.5, 0.6, 9900),
+            row("minilm", "asset", "all", "order_list", "accuracy_steb", 0.691, 0.6, 0.7, 4950, False),
+            row("minilm", "asset", "all", "order_list", "distractor_accuracy", 0.1, 0.0, 0.2, 9900, False),
+            row("baseline:char3gram", "asset", "all", "order_list", "accuracy", 0.55, 0.5, 0.6, 9900),
+            row("baseline:char3gram", "asset", "all", "order_list", "accuracy_steb", 0.7, 0.6, 0.8, 4950,
+                False),
+            row("minilm", "reuters_c50", "test-vs-train", "retrieval", "mrr", 0.4, 0.3, 0.5, 150),
+            row("minilm", "reuters_c50", "test-vs-train", "retrieval", "mrr_steb", 0.9, 0.8, 1.0, 50, False),
+            row("baseline:char3gram", "reuters_c50", "test-vs-train", "retrieval", "mrr", 0.2, 0.1, 0.3, 150)]
+    tables = variant_tables(rows)
+    # distractor_accuracy_steb absent -> no table for that pair
+    assert [(t.task, t.ours, t.steb) for t in tables] == [("order_list", "accuracy", "accuracy_steb"),
+                                                          ("retrieval", "mrr", "mrr_steb")]
+    assert tables[1].cells[("baseline:char3gram", "reuters_c50")][1] is None  # no vectors: no episodes
+    markdown_path, html_path = write_report(tmp_path, rows, [], [], title="Run")
+    markdown = markdown_path.read_text()
+    assert "## Our protocols vs STEB's" in markdown
+    assert "### Order alignment (ordered lists) — accuracy (ours) / accuracy_steb (STEB)" in markdown
+    assert "| asset | 0.550 / 0.700 | 0.568 / 0.691 |" in markdown
+    assert "| reuters_c50 | 0.200 / — | 0.400 / 0.900 |" in markdown
+    assert "clips cosines at 0" in markdown  # the task row's reason
+    page = html_path.read_text()
+    assert 'id="variants"' in page and "0.568 / 0.691" in page and "0.200 / —" in page

@@ -14,9 +14,13 @@ from stylebench_jax.tasks.order_alignment import (
     alignment_credits,
     distractor_instances,
     evaluate_ordered_lists,
+    evaluate_ordered_lists_steb,
     evaluate_stel,
     list_instance,
     mean_with_ci,
+    steb_align_and_score,
+    steb_list_credits,
+    steb_scores,
     stel_or_content,
     stel_quadruple,
     stel_triple,
@@ -229,3 +233,96 @@ def test_ordered_lists_are_capped_by_a_seeded_sample():
         evaluate_ordered_lists(scorer, [("a", "b"), ("c", "d", "e")])
     with pytest.raises(ValueError, match="at least 2 groups"):
         evaluate_ordered_lists(scorer, [("a", "b")])
+
+
+# ------------------------------------------------------------------------ STEB's rule vs STEB's code
+
+def _clipped_vectors(rng, groups, k, dim):
+    """Vectors with many negative cosines (so clipping at 0 creates exact ties) and a few repeats."""
+    x = rng.normal(size=(groups, k, dim))
+    x[::3, 0] = -x[::3, 1]  # opposite rows: cosine -1 -> clipped to the same cost as any other negative
+    x[1::4] = x[0]  # identical groups: cost ties across the whole matrix
+    return x
+
+
+@pytest.mark.parametrize("k,dim", [(2, 3), (3, 4), (5, 2)])
+def test_steb_rule_equals_stebs_code_exactly(k, dim):
+    from tests.reference.steb_reference import order_alignment_evaluate
+
+    rng = np.random.default_rng(k * 10 + dim)
+    vectors = _clipped_vectors(rng, 13, k, dim)
+    labels = ["a", "b", "a", "c", "a", "b", "b", "a", "c", "c", "a", "b", "d"]  # "d": a single group
+    expected = order_alignment_evaluate(vectors, labels)
+    credits = steb_list_credits(vectors, labels)
+    assert credits.pairs == tuple(p for members in ([0, 2, 4, 7, 10], [1, 5, 6, 11], [3, 8, 9])
+                                  for p in itertools.combinations(members, 2))
+    scores = steb_scores(credits, n_resamples=50)
+    assert [s.metric for s in scores] == ["accuracy_steb", "distractor_accuracy_steb"]
+    assert scores[0].value == expected["acc_mean"]
+    assert scores[1].value == expected["distractor_acc_mean"]
+    assert scores[0].n == scores[1].n == 10 + 6 + 3
+
+
+def test_steb_rule_through_a_scorer_matches_stebs_code_on_the_scorers_vectors():
+    from tests.reference.steb_reference import order_alignment_evaluate
+
+    rng = np.random.default_rng(1)
+    groups = [tuple(f"g{i}_{level}" for level in range(3)) for i in range(9)]
+    embedder = ToyEmbedder({t: rng.normal(size=4) for g in groups for t in g})
+    scorer = TextScorer(embedder)
+    scores = evaluate_ordered_lists_steb(scorer, groups, n_resamples=50)
+    vectors = scorer.embed([t for g in groups for t in g]).reshape(9, 3, 4)
+    expected = order_alignment_evaluate(vectors, ["one"] * 9)
+    assert (scores[0].value, scores[1].value) == (expected["acc_mean"], expected["distractor_acc_mean"])
+    # a similarity-only scorer with the same cosines gives the same credits
+    unit = {t: v / np.linalg.norm(v) for t, v in embedder.vectors.items()}
+    texts = list(unit)
+    table = TableSimilarity({(a, b): float(unit[a].astype(np.float64) @ unit[b])
+                             for a in texts for b in texts})
+    pairwise = evaluate_ordered_lists_steb(TextScorer(table), groups, n_resamples=50)
+    assert [s.value for s in pairwise] == [s.value for s in scores]
+
+
+def test_steb_rule_rewards_a_scorer_that_sees_no_style():
+    # Every text maps to one vector: all cosines 1, all costs 0. The solver returns the identity and
+    # the targets are in true order, so STEB's rule scores 1.0 on the plain alignment; in the
+    # distractor variants the identity is right for "last" and wrong for "first" (offset 1): 0.5.
+    # Ours gives each tie its expected credit: 1/2 of 2 orders, 1/2 of 2 candidates.
+    groups = [(f"g{i}_lo", f"g{i}_hi") for i in range(5)]
+    scorer = TextScorer(ToyEmbedder({t: [1.0, 0.0] for g in groups for t in g}))
+    steb = evaluate_ordered_lists_steb(scorer, groups, n_resamples=20)
+    assert [s.value for s in steb] == [1.0, 0.5] and steb[0].n == 10
+    ours = evaluate_ordered_lists(scorer, groups, n_resamples=20)
+    assert [s.value for s in ours] == [0.5, 0.5]
+    # all cosines negative (two antipodal vectors per level would be -1): clipped to cost 1 everywhere
+    opposite = {t: ([1.0, 0.0] if i % 2 else [-1.0, 0.0]) for i, g in enumerate(groups) for t in g}
+    steb = evaluate_ordered_lists_steb(TextScorer(ToyEmbedder(opposite)), groups[:2], n_resamples=20)
+    assert steb[0].value == 1.0  # the one pair (0, 1): cosines -1 -> ties -> identity
+
+
+def test_steb_per_position_credit_by_hand():
+    # 3 levels; source row 2 prefers target 1 and row 1 prefers target 2: positions 0 right, 1 and 2
+    # swapped -> credit 1/3 (ours: the exact assignment is wrong -> 0).
+    similarity = np.array([[0.9, 0.1, 0.0], [0.1, 0.2, 0.8], [0.0, 0.7, 0.3]])
+    assert steb_align_and_score(similarity) == pytest.approx(1 / 3)
+    # clipping: a negative cosine costs as much as 0
+    assert steb_align_and_score(np.array([[-0.9, -0.1], [-0.5, -0.2]])) == 1.0  # all cost 1 -> identity
+    assert steb_align_and_score(np.array([[0.5, 0.9]])) == 0.0  # 1 source row -> target 1, expected 0
+    assert steb_align_and_score(np.array([[0.5, 0.9]]), offset=1) == 1.0
+    assert steb_align_and_score(np.array([[0.5], [0.2]])) == 0.0  # fewer than 2 targets
+
+
+def test_run_ordered_lists_reports_ours_then_stebs():
+    groups = [(f"g{i}_lo", f"g{i}_hi") for i in range(4)]
+    texts = [t for g in groups for t in g]
+    style = {(a, b): float(a.split("_")[1] == b.split("_")[1]) for a in texts for b in texts}
+    from stylebench_jax.data.units import OrderedLists
+    from stylebench_jax.tasks.base import TaskContext
+    from stylebench_jax.tasks.order_alignment import run_ordered_lists
+
+    scores = run_ordered_lists(TextScorer(TableSimilarity(style)), OrderedLists(groups), TaskContext(),
+                               seed=0, n_boot=20)
+    assert [s.metric for s in scores] == ["accuracy", "distractor_accuracy", "accuracy_steb",
+                                          "distractor_accuracy_steb"]
+    assert [s.n for s in scores] == [12, 12, 6, 6]
+    assert all(s.value == 1.0 for s in scores)

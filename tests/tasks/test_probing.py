@@ -11,9 +11,12 @@ from stylebench_jax.tasks.base import NotApplicable, TextScorer
 from stylebench_jax.tasks.probing import (
     balanced_splits,
     evaluate_probing,
+    fit_probe,
     probe_features,
     probing_scores,
+    qcut_codes,
     quantile_bins,
+    steb_balanced_splits,
 )
 
 
@@ -27,9 +30,20 @@ class PairOnly:
 def test_quantile_bins_by_hand():
     # quantiles of 1..10 at 20/40/60/80% are 2.8, 4.6, 6.4, 8.2 -> two values per bin
     assert quantile_bins(np.arange(1, 11)).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
-    # eight zeros, then 1 and 2: edges 0, 0, 0, 0.2 merge to (0, 0.2) -> classes {0} and {1, 2}
+    # eight zeros, then 1 and 2: edges 0, 0, 0, 0, 0.2, 2 -> [0, 0.2] and (0.2, 2]
     assert quantile_bins([0] * 8 + [1, 2]).tolist() == [0] * 8 + [1, 1]
     assert quantile_bins([3.0] * 6).tolist() == [0] * 6
+    # a minimum equal to the 20% quantile joins the next values (qcut), it is no class of its own:
+    # 0, 0, 0, 1..7: edges 0, 0, 1.6, 3.4, 5.2, 7 -> [0, 1.6] holds the zeros and the 1
+    values = [0, 0, 0, 1, 2, 3, 4, 5, 6, 7]
+    assert quantile_bins(values).tolist() == [0, 0, 0, 0, 1, 1, 2, 2, 3, 3]
+    codes, n = qcut_codes(values)
+    assert codes.tolist() == [0, 0, 0, 0, 1, 1, 2, 2, 3, 3] and n == 4
+    # interpolated edges can leave a bin empty: 0, 1, 2, 10 -> edges 0, .6, 1.2, 1.8, 5.2, 10
+    codes, n = qcut_codes([0, 1, 2, 10])
+    assert codes.tolist() == [0, 1, 3, 4] and n == 5
+    assert quantile_bins([0, 1, 2, 10]).tolist() == [0, 1, 2, 3]  # ours: empty bin left out
+    assert qcut_codes([3.0] * 6)[1] == 0
 
 
 def test_balanced_splits_by_hand():
@@ -90,15 +104,18 @@ def test_scores_average_features_with_bootstrap():
     assert scores == probing_scores(result, n_boot=200, seed=1)
 
 
-def test_constant_and_tiny_bin_features_are_skipped_with_reason():
+def test_constant_single_bin_and_tiny_bin_features_are_skipped_with_reason():
     embeddings, features = planted()
     rare = np.zeros(len(features))
-    rare[:5] = 1.0  # second bin has only 5 texts
-    result = probe_features(embeddings, np.column_stack([features[:, 0], np.full(len(features), 7.0), rare]),
-                            ["planted", "constant", "rare"])
-    assert [p.name for p in result.probes] == ["planted"]
-    assert "constant" in result.skipped["constant"]
-    assert "5 texts" in result.skipped["rare"]
+    rare[:5] = 1.0  # 5 ones among 395 zeros: edges 0, 0, 0, 0, 0, 1 -> one bin [0, 1] (qcut)
+    columns = np.column_stack([features[:, 0], np.full(len(features), 7.0), rare])
+    for protocol in ("ours", "steb"):
+        result = probe_features(embeddings, columns, ["planted", "constant", "rare"], protocol=protocol)
+        assert [p.name for p in result.probes] == ["planted"]
+        assert "constant" in result.skipped["constant"]
+        assert "single quantile bin" in result.skipped["rare"]
+        result = probe_features(embeddings, columns[:, :1], ["planted"], min_per_class=81, protocol=protocol)
+        assert result.skipped == {"planted": "smallest of 5 quantile bins has 80 texts (< 81)"}
 
 
 def test_evaluate_with_precomputed_features_and_scorer_checks():
@@ -129,3 +146,102 @@ def test_spacy_features_on_real_sentences(data_root):
     # the embedding carries log length: character and word counts are readable, far above chance
     assert scores["probe_accuracy/t_char"].value > 0.5
     assert scores["probe_accuracy/t_word"].value > 0.4
+
+
+# ------------------------------------------------------------------------- STEB's protocol vs STEB's code
+
+def _count_features(seed, n=300, f=12):
+    """Count-like features with heavy ties (many zeros, small integers) and one continuous column."""
+    rng = np.random.default_rng(seed)
+    columns = [rng.poisson(lam, n) * (rng.random(n) < keep) for lam, keep in
+               zip(rng.uniform(0.2, 6, f - 1), rng.uniform(0.3, 1, f - 1))]
+    return np.column_stack(columns + [rng.normal(size=n)]).astype(np.float64)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_qcut_codes_equal_pandas(seed):
+    import pandas as pd
+
+    features = _count_features(seed)
+    rng = np.random.default_rng(seed)
+    extra = [rng.integers(0, 3, 40), [0, 1, 2, 10], rng.exponential(size=25).round(1), [5.0] * 9]
+    for column in [*features.T, *extra]:
+        column = np.asarray(column, dtype=np.float64)
+        codes, n = qcut_codes(column)
+        if n == 0:  # constant: pandas has no interval for it (every code NaN)
+            assert np.isnan(pd.qcut(column, 5, labels=False, duplicates="drop")).all()
+            continue
+        expected = pd.qcut(column, 5, labels=False, duplicates="drop")
+        assert codes.tolist() == expected.astype(int).tolist()
+        assert n == len(pd.qcut(column, 5, duplicates="drop", retbins=True)[1]) - 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_steb_splits_equal_stebs_script(seed):
+    from tests.reference.steb_reference import split_probing_feature
+
+    features = _count_features(seed + 10)
+    np.random.seed(seed)  # STEB's script draws from the global legacy stream
+    expected = [split_probing_feature(column) for column in features.T]
+    rng = np.random.RandomState(seed)
+    for column, (labels, splits) in zip(features.T, expected):
+        codes, n = qcut_codes(column)
+        train, val, test = steb_balanced_splits(codes, n, rng)
+        for part, name in ((train, "train"), (val, "val"), (test, "test")):
+            assert part.tolist() == [i for i, s in enumerate(splits) if s == name]
+        kept = np.sort(np.concatenate([train, val, test]))
+        assert codes[kept].tolist() == [labels[i] for i in kept]
+        assert all(labels[i] is None for i in set(range(len(column))) - set(kept.tolist()))
+
+
+def test_steb_split_sizes_by_hand():
+    codes = np.repeat([0, 1, 2], [30, 12, 20])
+    train, val, test = steb_balanced_splits(codes, 3, np.random.RandomState(0))
+    # m = 12: int(9.6) = 9 train, int(1.2) = 1 val, 2 test per class
+    for part, size in ((train, 9), (val, 1), (test, 2)):
+        assert np.bincount(codes[part]).tolist() == [size] * 3
+    # total_data caps m at total_data // classes; an empty class leaves nothing to draw
+    train, val, test = steb_balanced_splits(codes, 3, np.random.RandomState(0), total_data=15)
+    assert len(train) + len(val) + len(test) == 15
+    assert all(len(part) == 0 for part in steb_balanced_splits(codes, 4, np.random.RandomState(0)))
+
+
+def test_validation_ties_weakest_for_steb_strongest_for_ours():
+    from tests.reference.steb_reference import select_regularisation
+
+    # separable classes: every strength reaches validation accuracy 1.0 -> a four-way tie
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 30)
+    x = np.column_stack([y * 4.0 - 2.0 + rng.normal(scale=0.1, size=60), rng.normal(size=60)])
+    strengths = (1e-5, 1e-4, 1e-3, 1e-2)
+    per_strength = [fit_probe(x[:40], y[:40], x[40:], y[40:], [s])[2] for s in strengths]
+    assert per_strength == [1.0] * 4
+    assert fit_probe(x[:40], y[:40], x[40:], y[40:], strengths, ties="weaker")[1] == \
+        select_regularisation(per_strength) == 1e-5
+    assert fit_probe(x[:40], y[:40], x[40:], y[40:], strengths)[1] == 1e-2
+    with pytest.raises(ValueError, match="ties"):
+        fit_probe(x[:40], y[:40], x[40:], y[40:], strengths, ties="middle")
+
+
+def test_run_probing_reports_ours_then_stebs():
+    from stylebench_jax.data.units import Texts
+    from stylebench_jax.tasks.base import TaskContext
+    from stylebench_jax.tasks.probing import run_probing
+
+    embeddings, features = planted(n=300)
+    texts = [f"t{i}" for i in range(300)]
+
+    class Context(TaskContext):
+        def __init__(self):
+            super().__init__()
+            self.features = lambda t: (features, ["planted", "noise"])
+
+    scores = run_probing(TextScorer(FixedEmbedder(dict(zip(texts, embeddings)))), Texts(texts), Context(),
+                         seed=0, n_boot=20)
+    assert [s.metric for s in scores] == ["probe_accuracy", "probe_accuracy/planted", "probe_accuracy/noise",
+                                          "probe_accuracy_steb", "probe_accuracy_steb/planted",
+                                          "probe_accuracy_steb/noise"]
+    by_name = {s.metric: s for s in scores}
+    assert by_name["probe_accuracy/planted"].n == 5 * 12  # 60 per class: 36 / 12 / 12
+    assert by_name["probe_accuracy_steb/planted"].n == 5 * 6  # int(48) / int(6) / 6
+    assert by_name["probe_accuracy_steb/planted"].value > 0.8

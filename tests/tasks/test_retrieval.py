@@ -10,7 +10,7 @@ from stylebench_jax.tasks.base import NotApplicable, TextScorer
 from stylebench_jax.tasks.retrieval import evaluate_retrieval, retrieve_embeddings
 
 METRICS = ["mrr", "success@1", "success@8", "success@16", "success@32", "success@64", "success@128",
-           "mrr_steb"]
+           "mrr_all_relevant"]
 
 
 class CosineSimilarityOnly:
@@ -41,7 +41,7 @@ def test_hand_computed_two_queries():
     assert got["mrr"].value == pytest.approx((1 / 2 + 1) / 2)
     assert got["success@1"].value == pytest.approx(0.5)
     assert got["success@8"].value == pytest.approx(1.0)
-    assert got["mrr_steb"].value == pytest.approx(((1 / 2 + 1 / 3) / 2 + (1 + 1 / 4) / 2) / 2)
+    assert got["mrr_all_relevant"].value == pytest.approx(((1 / 2 + 1 / 3) / 2 + (1 + 1 / 4) / 2) / 2)
     assert all(s.n == 2 for s in scores)
     assert got["mrr"].ci_low == pytest.approx(0.5) and got["mrr"].ci_high == pytest.approx(1.0)
 
@@ -73,7 +73,7 @@ def test_equal_scores_rank_relevant_last():
     # query of author 0 has 3 non-relevant candidates tied with its one relevant: rank 4;
     # author 1 queries: 2 non-relevant ahead, relevant at ranks 3, 4
     assert scores["mrr"].value == pytest.approx((2 * (1 / 4) + 3 * (1 / 3)) / 5)
-    assert scores["mrr_steb"].value == pytest.approx((2 * (1 / 4) + 3 * (1 / 3 + 1 / 4) / 2) / 5)
+    assert scores["mrr_all_relevant"].value == pytest.approx((2 * (1 / 4) + 3 * (1 / 3 + 1 / 4) / 2) / 5)
 
 
 def test_blocked_ranks_equal_full_sort_reference(monkeypatch):
@@ -87,7 +87,7 @@ def test_blocked_ranks_equal_full_sort_reference(monkeypatch):
     monkeypatch.setattr(retrieval, "_MAX_BLOCK_SCORES", 57 * 4)  # 4 query rows per block
     got = by_name(retrieve_embeddings(queries, q_labels, targets, t_labels, n_boot=20))
     assert got["mrr"].value == pytest.approx(np.mean([1 / r[0] for r in expected]))
-    assert got["mrr_steb"].value == pytest.approx(np.mean([np.mean(1 / r) for r in expected]))
+    assert got["mrr_all_relevant"].value == pytest.approx(np.mean([np.mean(1 / r) for r in expected]))
     assert got["success@8"].value == pytest.approx(np.mean([r[0] <= 8 for r in expected]))
     assert got["mrr"].n == len(expected)
 
@@ -109,3 +109,89 @@ def test_similarity_only_scorer_matches_embedder():
 def test_no_answerable_query_is_an_error():
     with pytest.raises(ValueError, match="no query has a relevant target"):
         retrieve_embeddings(np.eye(3, dtype=np.float32), [0, 1, 2])
+
+
+# ------------------------------------------------------------------------ STEB's episodes vs STEB's code
+
+def _steb_reference(query_vectors, query_labels, target_vectors, target_labels, episode_size, n_episodes=1):
+    from tests.reference.steb_reference import (
+        extract_features,
+        retrieval_evaluate,
+        retrieval_records,
+        select_records,
+    )
+
+    dataset = select_records(retrieval_records(query_labels, target_labels), episode_size, n_episodes)
+    rows = {("q", i): v for i, v in enumerate(query_vectors)}
+    rows.update({("t", i): v for i, v in enumerate(target_vectors)})
+    x, y = extract_features(dataset, episode_size, lambda texts: np.stack([rows[t] for t in texts]))
+    return retrieval_evaluate(x, y)
+
+
+def _random_authors(seed):
+    rng = np.random.default_rng(seed)
+    query_labels = [int(a) for a in rng.integers(0, 9, 30)]
+    target_labels = [int(a) for a in rng.integers(2, 12, 45)]  # authors 0-1 no targets, 9-11 no queries
+    centres = rng.normal(size=(12, 6))
+    queries = (centres[query_labels] + rng.normal(scale=1.5, size=(30, 6))) * rng.uniform(0.5, 3, (30, 1))
+    targets = (centres[target_labels] + rng.normal(scale=1.5, size=(45, 6))) * rng.uniform(0.5, 3, (45, 1))
+    return queries.astype(np.float32), query_labels, targets.astype(np.float32), target_labels
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("episode_size,n_episodes", [(-1, 1), (2, 1), (1, 2), (2, 2)])
+def test_steb_episodes_equal_stebs_code(seed, episode_size, n_episodes):
+    queries, q_labels, targets, t_labels = _random_authors(seed)
+    expected = _steb_reference(queries, q_labels, targets, t_labels, episode_size, n_episodes)
+    score, metrics = retrieval.retrieval_steb(queries, q_labels, targets, t_labels, episode_size=episode_size,
+                                              n_episodes_per_class=n_episodes, n_boot=50)
+    assert metrics == expected  # mrr, mean_rank and recall@1..128, to the last bit
+    assert score.metric == "mrr_steb" and score.value == expected["mrr"]
+    q_episodes, q_episode_labels = retrieval.steb_episodes(q_labels, episode_size, n_episodes)
+    t_episode_labels = retrieval.steb_episodes(t_labels, episode_size, n_episodes)[1]
+    assert score.n == sum(label in set(t_episode_labels) for label in q_episode_labels)
+
+
+def test_steb_episodes_by_hand():
+    # episode_size=-1: one episode per label, labels in first-appearance order
+    assert retrieval.steb_episodes(["b", "a", "b", "c", "b"]) == ([[0, 2, 4], [1], [3]], ["b", "a", "c"])
+    # LUAR-style: first n * episodes texts of labels that have them, consecutive episodes
+    assert retrieval.steb_episodes(["b", "a", "b", "c", "b", "b"], 2, 2) == ([[0, 2], [4, 5]], ["b", "b"])
+    assert retrieval.steb_episodes(["b", "a", "b"], 1) == ([[0], [1]], ["b", "a"])
+    with pytest.raises(ValueError, match="episode_size"):
+        retrieval.steb_episodes(["a"], 0)
+    # pooled author vectors (cosines by hand)
+    queries = np.array([[2, 0], [0, 2], [0, 1]], dtype=np.float32)  # A: (2,0),(0,2) -> (1,1); B: (0,1)
+    targets = np.array([[1, 1.2], [1, 0], [0.1, 1]], dtype=np.float32)  # A: (1,1.2); B: (1,0),(0.1,1)
+    score, metrics = retrieval.retrieval_steb(queries, ["A", "A", "B"], targets, ["A", "B", "B"], n_boot=20)
+    # A (1,1) vs A (1,1.2): cos .996; vs B (0.55,0.5): cos .999 -> A ranks second
+    # B (0,1) vs A: .768; vs B: .673 -> B ranks second
+    assert metrics["mrr"] == score.value == 0.5 and score.n == 2
+
+
+def test_steb_episodes_average_the_embedders_own_vectors():
+    # Unnormalised vectors: pooling them differs from pooling unit vectors, and STEB pools what the
+    # model returns. A's long query vector dominates its raw mean and points at target A.
+    vectors = {"qa1": (10, 1), "qa2": (0, 1), "qb": (0, 1), "ta": (1, 0.1), "tb": (0.2, 1)}
+    scorer = TextScorer(FixedEmbedder(vectors))
+    scores = retrieval.evaluate_retrieval_steb(scorer, ["qa1", "qa2", "qb"], ["A", "A", "B"], ["ta", "tb"],
+                                               ["A", "B"], n_boot=20)
+    assert scores[0].value == 1.0  # raw mean of A = (5, 1): closest to ta; B = (0, 1): closest to tb
+    unit = retrieval.retrieval_steb(scorer.embed(["qa1", "qa2", "qb"]), ["A", "A", "B"],
+                                    scorer.embed(["ta", "tb"]), ["A", "B"], n_boot=20)[0]
+    assert unit.value == 0.75  # unit mean of A = (0.5, 0.55): closer to tb -> A ranks second
+
+
+def test_run_retrieval_reports_ours_then_stebs():
+    from stylebench_jax.data.units import RetrievalSet
+    from stylebench_jax.tasks.base import TaskContext
+
+    vectors = {"q0": (1, 0), "q1": (0, 1), "t0": (1, 0.1), "t1": (0.1, 1), "t2": (0.5, 0.5)}
+    payload = RetrievalSet(["q0", "q1"], ["A", "B"], ["t0", "t1", "t2"], ["A", "B", "C"])
+    scores = retrieval.run_retrieval(TextScorer(FixedEmbedder(vectors)), payload, TaskContext(), seed=0,
+                                     n_boot=20)
+    assert [s.metric for s in scores] == METRICS + ["mrr_steb"]
+    assert by_name(scores)["mrr_steb"].value == 1.0 and by_name(scores)["mrr_steb"].n == 2
+    similarity_only = retrieval.run_retrieval(TextScorer(CosineSimilarityOnly(vectors)), payload,
+                                              TaskContext(), seed=0, n_boot=20)
+    assert [s.metric for s in similarity_only] == METRICS  # no vectors to pool

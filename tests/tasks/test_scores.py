@@ -54,10 +54,13 @@ def test_operational_score_by_hand():
             + rows_for("b", "all", "clustering", "v_measure", (0.8, 0.6, 0.2))
             + rows_for("c", "all", "clustering", "v_measure", (0.1, 0.5, 0.9))
             + rows_for("a", "all", "clustering", "ami", (0.0, 0.0, 0.0))  # not the column metric: ignored
-            # order alignment: the distractor accuracy is the operational metric; two tasks, one column
-            + rows_for("s", "formality", "order_quad", "distractor_accuracy", (0.2, 0.4, 0.6))
-            + rows_for("s", "formality", "order_quad", "accuracy", (0.9, 0.9, 0.9))
-            + rows_for("o", "all", "order_list", "distractor_accuracy", (0.3, 0.5, 0.7)))
+            # order alignment: STEB's distractor accuracy is the operational metric (STEL enters as
+            # STEB's order_list units; STEL's own quadruples and our list rule are not read)
+            + rows_for("s", "formality", "order_list", "distractor_accuracy_steb", (0.2, 0.4, 0.6))
+            + rows_for("s", "formality", "order_list", "accuracy_steb", (0.9, 0.9, 0.9))
+            + rows_for("s", "formality", "order_quad", "distractor_accuracy", (0.9, 0.1, 0.1))
+            + rows_for("o", "all", "order_list", "distractor_accuracy", (0.9, 0.1, 0.1))
+            + rows_for("o", "all", "order_list", "distractor_accuracy_steb", (0.3, 0.5, 0.7)))
     result = operational_score(rows)
     assert result.columns == ["clustering", "order_alignment"]
     assert sorted(map(sorted, result.clusters["clustering"])) == [["a/all/clustering", "b/all/clustering"],
@@ -75,13 +78,15 @@ def test_operational_score_by_hand():
 
 
 def test_missing_cells_and_too_few_models():
-    rows = (rows_for("a", "all", "retrieval", "mrr", (0.9, 0.5, 0.1, 0.3), models=("m1", "m2", "m3", "m4"))
-            + rows_for("b", "all", "retrieval", "mrr", (0.8, 0.6, 0.2), models=("m1", "m2", "m3")))
+    four = ("m1", "m2", "m3", "m4")
+    rows = (rows_for("a", "all", "retrieval", "mrr_steb", (0.9, 0.5, 0.1, 0.3), models=four)
+            + rows_for("b", "all", "retrieval", "mrr_steb", (0.8, 0.6, 0.2), models=("m1", "m2", "m3"))
+            + rows_for("b", "all", "retrieval", "mrr", (0.8,), models=("m4",)))  # ours: not read
     result = operational_score(rows)
     assert "retrieval" not in result.table["m4"] and "overall" not in result.table["m4"]
     assert result.notes == ["m4: no retrieval score (missing b/all/retrieval)"]
     with pytest.raises(NotApplicable, match="at least 3 models"):
-        operational_score(rows_for("a", "all", "retrieval", "mrr", (0.9, 0.5), models=("m1", "m2")))
+        operational_score(rows_for("a", "all", "retrieval", "mrr_steb", (0.9, 0.5), models=("m1", "m2")))
 
 
 def test_bad_rows():
@@ -96,12 +101,15 @@ def test_definitional_score_by_hand():
     two = ("m1", "m2")
     rows = (rows_for("cds_samples", "all", "clustering", "v_measure", (0.6, 0.2), two)          # genre
             + rows_for("cds_samples", "all", "pair_all", "auroc", (0.8, 0.6), two)              # genre
-            + rows_for("cds_samples", "all", "probing", "probe_accuracy", (0.5, 0.7), two)      # ling.
-            + rows_for("stel", "formality", "order_quad", "accuracy", (0.9, 0.7), two)          # register
-            + rows_for("stel", "formality", "order_quad", "distractor_accuracy", (0.3, 0.1), two)  # content
+            + rows_for("cds_samples", "all", "probing", "probe_accuracy_steb", (0.5, 0.7), two)  # ling.
+            + rows_for("cds_samples", "all", "probing", "probe_accuracy", (0.0, 0.0), two)  # ours: not read
+            + rows_for("stel", "formality", "order_list", "accuracy_steb", (0.9, 0.7), two)     # register
+            # content independence:
+            + rows_for("stel", "formality", "order_list", "distractor_accuracy_steb", (0.3, 0.1), two)
+            + rows_for("stel", "formality", "order_quad", "accuracy", (0.0, 0.0), two)  # STEL's: not read
             + rows_for("stanford_politeness", "wikipedia", "clustering", "v_measure", (0.1, 0.3), two)
-            + rows_for("stel", "contraction", "order_quad", "accuracy", (1.0, 0.8), two)        # ling.
-            + rows_for("stel", "contraction", "order_quad", "distractor_accuracy", (0.5, 0.5), two)
+            + rows_for("stel", "contraction", "order_list", "accuracy_steb", (1.0, 0.8), two)   # ling.
+            + rows_for("stel", "contraction", "order_list", "distractor_accuracy_steb", (0.5, 0.5), two)
             + rows_for("m4_llama2_sample", "all", "pair_predefined", "auroc", (0.7, 0.7), two))
     result = definitional_score(rows)
     m1 = result.table["m1"]
