@@ -213,7 +213,14 @@ def local_loss(params, z, batch, key, step, *, model: BiEncoder, spec: StepSpec)
         weights = jnp.asarray(spec.class_weights, jnp.float32)[batch["labels"]] * valid
         sums["ce"], counts["ce"] = weighted_cross_entropy(logits, batch["labels"], weights,
                                                           label_smoothing=loss_cfg.label_smoothing)
-        predicted = jnp.argmax(logits, -1)
+        plain = logits
+        if getattr(model, "classifier", None) == "arcface":
+            # The margin is a training penalty on the target logit: accuracy reads the plain cosines
+            # (same dropout key, head only), as the evaluation does.
+            plain = model.apply(variables, z1, z2, batch["feats1"], batch["feats2"], None,
+                                 deterministic, method=BiEncoder.classify,
+                                 rngs=None if deterministic else {"dropout": head_key})
+        predicted = jnp.argmax(plain, -1)
         sums["accuracy"], counts["accuracy"] = ((predicted == batch["labels"]) & valid).sum(), valid.sum()
     if spec.use_teacher:
         sums["distillation"], counts["distillation"] = distillation_kl(
