@@ -10,7 +10,8 @@ of one per distinct length. Padding rows (to make a batch divide the mesh's
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import collections
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -115,3 +116,35 @@ def pad_batch(sequences: Sequence[Sequence[int]], rows: int, length: int,
         mask[r, :len(sequence)] = 1
     mask[len(sequences):, 0] = 1
     return ids, mask
+
+
+# Forward batches dispatched but not yet collected. One keeps the device fed (the next batch waits
+# queued while the host collects the last); more did not measure faster (MiniLM, 800 real texts,
+# 2 cores: 0/1/2 within noise, 35-42 texts/s) and each one adds a batch to the Ctrl-C delay.
+MAX_IN_FLIGHT = 1
+
+
+def collect_pipelined(jobs: Iterable[tuple[np.ndarray, object]], out: np.ndarray,
+                      fetch: Callable[[object], np.ndarray], on_rows: Callable[[int], None]) -> np.ndarray:
+    """Write each job's rows into ``out`` in dispatch order: ``jobs`` yields ``(rows, result)`` as
+    it dispatches (``result`` an asynchronous device value), ``fetch(result)`` gives its ``[>= len(rows),
+    dim]`` host rows (padding rows past ``len(rows)`` dropped), ``on_rows(n)`` reports progress.
+
+    At most ``MAX_IN_FLIGHT`` results wait uncollected: dispatch runs ahead of compute and keeps the
+    devices busy, while Ctrl-C still stops within about ``MAX_IN_FLIGHT + 1`` batch times (the
+    interrupt is seen when the running batch returns, and the process cannot exit before the batches
+    already dispatched have run: a 64 x 256-token MiniLM batch takes ~4 s on 2 AVX2 cores)."""
+    pending: collections.deque = collections.deque()
+
+    def collect():
+        rows, result = pending.popleft()
+        out[rows] = fetch(result)[:len(rows)]
+        on_rows(len(rows))
+
+    for job in jobs:
+        pending.append(job)
+        if len(pending) > MAX_IN_FLIGHT:
+            collect()
+    while pending:
+        collect()
+    return out

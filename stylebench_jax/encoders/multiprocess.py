@@ -23,11 +23,15 @@ length in another batch; ~1e-7 here).
 
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 
-from stylebench_jax.encoders.batching import batch_rows, bucket_length, length_batches, pad_batch
+from stylebench_jax.encoders.batching import (
+    batch_rows,
+    bucket_length,
+    collect_pipelined,
+    length_batches,
+    pad_batch,
+)
 from stylebench_jax.parallel.distributed import (
     allgather_objects,
     allgather_rows,
@@ -37,8 +41,6 @@ from stylebench_jax.parallel.distributed import (
     put_batch,
 )
 from stylebench_jax.progress import progress_bar
-
-MAX_IN_FLIGHT = 2
 
 
 def share_of_texts(lengths: np.ndarray, slot: int, slots: int) -> np.ndarray:
@@ -65,29 +67,22 @@ def embed_across_processes(embedder, texts: list[str]) -> np.ndarray:
     plans = allgather_objects(plan)
     steps = max(len(p) for p in plans)
     vectors = np.zeros((len(sequences), embedder.dim), np.float32)
-    pending: collections.deque = collections.deque()
     bar = progress_bar(total=len(sequences), desc=f"embed {embedder.name}", unit="seq",
                        enabled=embedder.progress if is_primary() else False)
 
-    def collect():
-        rows, result = pending.popleft()
-        vectors[rows] = local_rows(result)[: len(rows)]
-        bar.update(len(rows))
-
-    try:
+    def jobs():
         for step in range(steps):
             shapes = [p[step] for p in plans if step < len(p)]
             length = max(s[0] for s in shapes)
             height = max(batch_rows(s[1], local_batch, slot.devices) for s in shapes)
             rows = batches[step] if step < len(batches) else np.zeros(0, np.int64)
             ids, mask = pad_batch([sequences[i] for i in rows], height, length, embedder.tokenizer.pad_id)
-            out = embedder._forward(embedder.params, put_batch(ids, mesh, slot), put_batch(mask, mesh, slot))
-            pending.append((rows, out))
             embedder.forward_batches += 1
-            if len(pending) > MAX_IN_FLIGHT:
-                collect()
-        while pending:
-            collect()
+            yield rows, embedder._forward(embedder.params, put_batch(ids, mesh, slot),
+                                          put_batch(mask, mesh, slot))
+
+    try:
+        collect_pipelined(jobs(), vectors, local_rows, bar.update)
     finally:
         bar.close()
     pooled = embedder.pool(vectors, owners, len(mine))

@@ -43,7 +43,6 @@ budget and whether a mesh that does not divide the heads is refused.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import hashlib
@@ -59,6 +58,7 @@ from stylebench_jax.encoders.batching import (
     STEB_MODES,
     batch_rows,
     bucket_length,
+    collect_pipelined,
     length_batches,
     pad_batch,
     token_sequences,
@@ -85,7 +85,6 @@ from stylebench_jax.progress import progress_bar
 from stylebench_jax.text.sentences import parser_splitter_name, splitter_name
 
 _HF_VERY_LARGE = 100_000  # STEB's get_model_max_length: larger tokenizer limits mean "not set"
-MAX_IN_FLIGHT = 2  # forward batches dispatched but not yet collected
 # Default token budget of decoders: LLM context windows (8k-128k tokens) would make activations huge,
 # and long texts are chunked anyway (STEB). ``max_length`` raises it.
 DEFAULT_DECODER_MAX_LENGTH = 512
@@ -266,31 +265,20 @@ class FlaxEncoderEmbedder:
         lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
         n_data = int(self.mesh.shape["data"])
         out = np.empty((len(sequences), self.dim), np.float32)
-        pending: collections.deque = collections.deque()
         bar = progress_bar(total=len(sequences), desc=f"embed {self.name}", unit="seq", enabled=self.progress)
 
-        def collect():
-            rows, result = pending.popleft()
-            out[rows] = np.asarray(result)[:len(rows)]
-            bar.update(len(rows))
-
-        try:
+        def jobs():
             for rows in length_batches(lengths, self.batch_size):
                 length = bucket_length(int(lengths[rows].max()), self.settings.max_length)
                 height = batch_rows(len(rows), self.batch_size, n_data)
                 ids, mask = pad_batch([sequences[i] for i in rows], height, length, self.tokenizer.pad_id)
-                pending.append((rows, self._forward(self.params, ids, mask)))
                 self.forward_batches += 1
-                # A bounded queue keeps the devices busy (dispatch runs ahead of compute) while
-                # Ctrl-C still stops within about one batch: the process cannot exit before the
-                # batches already dispatched have run.
-                if len(pending) > MAX_IN_FLIGHT:
-                    collect()
-            while pending:
-                collect()
+                yield rows, self._forward(self.params, ids, mask)
+
+        try:
+            return collect_pipelined(jobs(), out, np.asarray, bar.update)
         finally:
             bar.close()
-        return out
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """``[len(texts), dim]`` float32 in input order (chunked texts: mean of chunk vectors)."""

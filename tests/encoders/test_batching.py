@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from stylebench_jax.encoders.batching import batch_rows, length_batches
+from stylebench_jax.encoders.batching import MAX_IN_FLIGHT, batch_rows, collect_pipelined, length_batches
 
 
 @pytest.mark.parametrize(("n", "batch_size"), [(100, 64), (128, 64), (5, 64), (130, 64), (7, 3), (1, 1)])
@@ -30,3 +30,26 @@ def test_partial_batch_last_on_request():
     batches = list(length_batches(lengths, 64, partial_first=False))
     assert [len(b) for b in batches] == [64, 36]
     assert (np.diff(lengths[np.concatenate(batches)]) >= 0).all()
+
+
+def test_collect_pipelined_keeps_order_and_bounds_in_flight_results():
+    """Rows land where the job says (padding rows dropped); at most MAX_IN_FLIGHT results wait
+    uncollected when the next one is dispatched; progress counts real rows only."""
+    order = np.random.default_rng(1).permutation(10)
+    jobs_rows = [order[:3], order[3:7], order[7:9], order[9:]]
+    dispatched, fetched, progress = [], [], []
+
+    def jobs():
+        for k, rows in enumerate(jobs_rows):
+            assert len(dispatched) - len(fetched) <= MAX_IN_FLIGHT
+            dispatched.append(k)
+            padded = np.r_[rows, -np.ones(2)].astype(np.float32)  # two padding rows
+            yield rows, (k, padded[:, None].repeat(2, axis=1))
+
+    def fetch(result):
+        fetched.append(result[0])
+        return result[1]
+
+    out = collect_pipelined(jobs(), np.full((10, 2), np.nan, np.float32), fetch, progress.append)
+    np.testing.assert_array_equal(out, np.arange(10, dtype=np.float32)[:, None].repeat(2, axis=1))
+    assert fetched == [0, 1, 2, 3] and progress == [3, 4, 2, 1]
