@@ -1,7 +1,8 @@
 """Commands on 2 local processes of one ``jax.distributed`` job (``launch/multiprocess_cpu.sh``, 2 fake
 CPU devices each: a 4-device global mesh on 127.0.0.1) give the single-process answer: embed (1e-5),
 search (the same top-k), eval --suite stel (byte-identical results.jsonl), train (the same losses on
-the same global batch), prepare-pairs (the same pairs and chunks); a process killed with SIGKILL
+the same global batch), prepare-pairs (the same pairs and chunks), data build (the same splits and
+manifest, documents chunked and filtered across processes); a process killed with SIGKILL
 makes the other exit non-zero with one clear line, and the run resumes.
 
 The single-process references run in this pytest process on 4 of its 8 fake devices (the same global
@@ -98,6 +99,19 @@ output:
   dir: unset
   format: jsonl
 """, encoding="utf-8")
+    # a data build whose documents are chunked (stage 4) and filtered (stage 5) across processes
+    (root / "build.yaml").write_text(f"""\
+name: tiny
+output: unset
+author_salt: pepper
+data_root: {root}
+sources:
+  - {{name: books, path: corpus.jsonl, format: jsonl, fields: {{text: text, author: group}},
+     constants: {{language: en, genre: literature}}}}
+structure: {{max_tokens: {{attribution: 120}}, chunk_tokens: [60, 90]}}
+sampling: {{min_docs_per_author: 1}}
+splits: {{proportions: {{dev: 0.5, test: 0.5}}}}
+""", encoding="utf-8")
     return root, model
 
 
@@ -114,6 +128,7 @@ def commands(root: Path, model: Path, out: Path, data_root: Path, mesh: list[str
          "--output", out / "stel", "--data-root", data_root, "--n-boot", "50", "--quiet", *mesh],
         ["train", root / "train.yaml", "--output", out / "run", "--quiet", *mesh],
         ["prepare-pairs", root / "prepare.yaml", f"output.dir={out / 'pairs'}", "--quiet", *mesh],
+        ["data", "build", root / "build.yaml", f"output={out / 'build'}", "--quiet"],
     )]
 
 
@@ -148,6 +163,12 @@ def test_two_processes_give_the_single_process_answers(material, tmp_path, data_
             assert a["eval"] == pytest.approx(b["eval"], abs=1e-6)
     for name in ("pairs.jsonl", "chunks.jsonl", "stats.json"):  # sentences split across processes
         assert (two / "pairs" / name).read_bytes() == (one / "pairs" / name).read_bytes(), name
+    for name in ("splits/dev.jsonl", "splits/test.jsonl", "parquet/test.parquet"):  # chunked, filtered
+        assert (two / "build" / name).read_bytes() == (one / "build" / name).read_bytes(), name
+    manifests = [json.loads((d / "build" / "manifest.json").read_text()) for d in (two, one)]
+    assert [m.pop("config")["output"] for m in manifests] == [str(two / "build"), str(one / "build")]
+    stages = manifests[0]["stages"]
+    assert manifests[0] == manifests[1] and stages["chunked"] > stages["structured"]
     # one process speaks: each summary line once
     assert out.count("suite stel: 14 cells (14 computed") == 1
     assert err.count("stylebench train: 4 steps (finished)") == 1

@@ -22,6 +22,13 @@ AuthBench's construction code (github.com/mao-code/AURA_Bench, commit b73d8de,
 ``processing/build_benchmark.py``) also chunks each document first and applies its quality filter
 (``dirty_reason``) to the chunks, and so do we.
 
+Several processes (``parallel.distributed``, e.g. ``launch/multiprocess_cpu.sh``): the per-text work
+of stages 4, 5 and 7 (tokenising, chunking, the filter rules and hooks, re-tokenising) is split across
+processes batch by batch (:func:`~stylebench_jax.parallel.distributed.map_shards`: each process takes a
+contiguous share and all get every result in order); ingest, de-duplication (sequential: the first copy
+wins), sampling and splits run on every process, and process 0 alone writes. The output is the
+single-process output byte for byte (tested with 2 processes).
+
 Determinism: every random choice is seeded by ``config.seed`` and a stable key; outputs are written
 in record order with fixed key order, so the same config (and sources) gives byte-identical
 ``manifest.json`` and ``splits/*.jsonl`` (tested). Run times go to ``build_info.json`` instead.
@@ -55,6 +62,7 @@ from stylebench_jax.data.construct.records import (
 )
 from stylebench_jax.data.construct.textops import Boilerplate, canonicalize, collapse_whitespace, normalize
 from stylebench_jax.fileio import write_text_atomic
+from stylebench_jax.parallel.distributed import is_primary, map_shards
 
 MAX_LISTED_BAD = 1000        # bad records listed one by one in the manifest (all are counted)
 _BATCH_CHARS = 2_000_000     # characters tokenised per batch
@@ -196,44 +204,58 @@ class _Run:
             yield record
 
     # 4-5 ---------------------------------------------------------------- structure, filter
-    def structured(self, records: Iterable[Record]) -> Iterator[Record]:
+    def _structure_part(self, records: list[Record]) -> list[tuple[str | None, list[Record]]]:
+        """Per record ``(missing field or None, its chunks)``: the per-text work of stage 4."""
         config = self.config
+        out = []
+        for record, length in zip(records, self.count_tokens([r.text for r in records])):
+            record = dataclasses.replace(record, token_length=length)
+            required = config.structure.required_fields.get(record.task_type, ("text", "author"))
+            missing = structure.missing_field(record, required)
+            out.append((missing, [] if missing is not None else structure.split_document(
+                record, config.structure, config.seed, config.author_salt, self.count_tokens)))
+        return out
+
+    def structured(self, records: Iterable[Record]) -> Iterator[Record]:
         for batch in _batches(records):
-            lengths = self.count_tokens([r.text for r in batch])
-            for record, length in zip(batch, lengths):
-                record = dataclasses.replace(record, token_length=length)
-                required = config.structure.required_fields.get(record.task_type, ("text", "author"))
-                missing = structure.missing_field(record, required)
+            for missing, chunks in map_shards(self._structure_part, batch):
                 if missing is not None:
                     self.drops[f"structure:missing:{missing}"] += 1
                     continue
                 self._bump("structured")
-                chunks = structure.split_document(record, config.structure, config.seed, config.author_salt,
-                                                  self.count_tokens)
                 if len(chunks) > 1:
                     self.notes["documents_chunked"] += 1
                 for chunk in chunks:
                     self._bump("chunked")
                     yield chunk
 
-    def filtered(self, records: Iterable[Record]) -> Iterator[Record]:
+    def _filter_part(self, records: list[Record]) -> list[tuple[str | None, Counter]]:
+        """Per record ``("filter:<first failed rule>" or None, notes)``: the rules of stage 5, then
+        the hooks on the texts that passed them."""
         config = self.config.filters
-        for batch in _batches(records):
-            tokenized = self.tokenizer.content_tokens([r.text for r in batch])
-            kept, ratios = [], []
-            for record, (tokens, word_ids) in zip(batch, tokenized):
-                rule, ratio = filters.rule_failed(record.text, tokens, word_ids, record.token_length,
-                                                  record.task_type, record.language, config, self.notes)
-                if rule is not None:
-                    self.drops[f"filter:{rule}"] += 1
-                    continue
-                kept.append(record)
+        tokenized = self.tokenizer.content_tokens([r.text for r in records])
+        out, passed, ratios = [], [], []
+        for index, (record, (tokens, word_ids)) in enumerate(zip(records, tokenized)):
+            notes: Counter = Counter()
+            rule, ratio = filters.rule_failed(record.text, tokens, word_ids, record.token_length,
+                                              record.task_type, record.language, config, notes)
+            out.append((None if rule is None else f"filter:{rule}", notes))
+            if rule is None:
+                passed.append(index)
                 ratios.append(ratio)
-            hooks = filters.apply_hooks([r.text for r in kept], [r.language for r in kept], ratios, config,
-                                        self.language_id, self.toxicity)
-            for record, rule in zip(kept, hooks):
-                if rule is not None:
-                    self.drops[f"filter:{rule}"] += 1
+        hooks = filters.apply_hooks([records[i].text for i in passed], [records[i].language for i in passed],
+                                    ratios, config, self.language_id, self.toxicity)
+        for index, rule in zip(passed, hooks):
+            if rule is not None:
+                out[index] = (f"filter:{rule}", out[index][1])
+        return out
+
+    def filtered(self, records: Iterable[Record]) -> Iterator[Record]:
+        for batch in _batches(records):
+            for record, (failed, notes) in zip(batch, map_shards(self._filter_part, batch)):
+                self.notes.update(notes)
+                if failed is not None:
+                    self.drops[failed] += 1
                     continue
                 self._bump("filtered")
                 yield record
@@ -243,7 +265,7 @@ class _Run:
         c, bounds = self.config.canonical, self.config.filters.length
         texts = [canonicalize(r.text, normalize_quotes=c.normalize_quotes,
                               trailing_newline=c.trailing_newline) for r in records]
-        lengths = self.count_tokens(texts) if texts else []
+        lengths = map_shards(self.count_tokens, texts) if texts else []
         kept = []
         for record, text, length in zip(records, texts, lengths):
             low, high = bounds.get(record.task_type, (1, None))
@@ -322,6 +344,8 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
     """Run the whole pipeline (module docstring) and write ``config.output``. ``toxicity`` and
     ``language_id`` override the config's hooks (callables taking a list of texts)."""
     log = log or (lambda message: print(message, file=sys.stderr))
+    if not is_primary():  # one process speaks and writes for a multi-process build
+        log = lambda message: None  # noqa: E731
     started = time.perf_counter()
     check_export_dependencies(config.export)
     tokenizer, tokenizer_info = load_tokenizer(config.tokenizer)
@@ -367,6 +391,8 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
         bucket_split[bucket][split] += 1
     manifest = _manifest(config, run, report, by_split, bucket_split, tokenizer_info)
     out = Path(config.output)
+    if not is_primary():
+        return BuildResult(manifest, out, by_split)
     files = {}
     for split, records in by_split.items():
         path = out / "splits" / f"{split}.jsonl"
