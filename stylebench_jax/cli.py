@@ -19,7 +19,7 @@ from stylebench_jax.parallel import distributed
 from stylebench_jax.runtime import enable_compilation_cache
 
 COMMANDS = ("embed", "cache", "search", "eval", "train", "prepare-pairs", "raven", "data", "calibrate",
-            "score", "transfer")
+            "score", "transfer", "launch")
 
 DESCRIPTION = """\
 stylebench: benchmark and search style text embeddings (authorship, register, formality, AI-text
@@ -33,6 +33,7 @@ Common commands:
   stylebench train configs/train/minilm_writing7.yaml --output runs/train/minilm
   stylebench raven --config configs/raven/bible.yaml --output runs/raven-bible
   stylebench data build configs/data/authbench_en.yaml
+  stylebench launch configs/launch/slurm_2x8_h100.yaml --dry-run
   stylebench cache info | stylebench cache clean | stylebench cache clear
 
 Run `stylebench COMMAND --help` for the options of each command.
@@ -64,10 +65,11 @@ def _flag(parser: argparse.ArgumentParser, command: str | None, option: str) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
-    # key=value overrides may come after flags (`train run.yaml --output R trainer.steps=5`): argparse
-    # binds a trailing positional list before the flags, so the later ones arrive here.
+    # key=value overrides (and `launch`'s action) may come after flags (`train run.yaml --output R
+    # trainer.steps=5`): argparse binds a trailing positional list before the flags, so the later ones
+    # arrive here; the config loader names any word that is not key=value.
     if unknown and isinstance(getattr(args, "overrides", None), list) \
-            and all("=" in item and not item.startswith("-") for item in unknown):
+            and not any(item.startswith("-") for item in unknown):
         args.overrides = [*args.overrides, *unknown]
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")

@@ -1,6 +1,7 @@
 """The config system: YAML -> frozen dataclass, located errors, key=value overrides."""
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -149,3 +150,42 @@ def test_config_from_dict_and_paths():
     assert format_path(("a", 3, "b", 0)) == "a[3].b[0]"
     assert parse_path("a[3].b[0]") == ("a", 3, "b", 0)
     assert parse_path("x") == ("x",)
+
+
+# --------------------------------------------------------------------------- every file under configs/
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def _schemas():
+    from stylebench_jax.data.construct.config import BuildConfig
+    from stylebench_jax.data.pairs.config import PreparePairsConfig
+    from stylebench_jax.parallel.launch import LaunchProfile
+    from stylebench_jax.raven.config import RavenConfig
+    from stylebench_jax.training.config import TrainConfig
+    from stylebench_jax.transfer.config import TransferConfig
+
+    return {"data": BuildConfig, "pairs": PreparePairsConfig, "train": TrainConfig, "raven": RavenConfig,
+            "transfer": TransferConfig, "launch": LaunchProfile, "suites": None}
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_config_file_loads_through_its_schema_and_says_how_it_was_measured(path):
+    """One loader for every YAML under configs/, each file opening with the command that runs it,
+    the hardware it was (or was not) measured on and the figure it should reach."""
+    from stylebench_jax.config import load_config
+    from stylebench_jax.data.suites import load_suite
+
+    schemas = _schemas()
+    assert path.parent.name in schemas, f"{path}: no schema for configs/{path.parent.name}/: add it here"
+    schema = schemas[path.parent.name]
+    loaded = load_suite(path) if schema is None else load_config(path, schema)
+    assert loaded is not None
+    header = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    for label in ("Command:", "Hardware:", "Figures?:"):
+        assert any(re.match(rf"#\s*{label}", line) for line in header), \
+            f"{path.relative_to(CONFIGS.parent)}: the opening comment has no '{label}' line"

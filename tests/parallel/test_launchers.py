@@ -7,6 +7,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,77 @@ def test_local_device_ids_are_parsed_or_refused():
         parse_device_ids("0;1")
     with pytest.raises(ValueError, match="distinct numbers >= 0, found '0,0'"):
         parse_device_ids("0,0")
+
+
+# --------------------------------------------------------------------------- launch profiles
+
+PROFILES = LAUNCH.parent / "configs" / "launch"
+
+
+def stylebench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    return subprocess.run([sys.executable, "-m", "stylebench_jax.cli", *args], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=cwd)
+
+
+def test_tpu_profile_runs_its_command_on_every_worker_and_fetches_from_worker_0():
+    done = stylebench("launch", str(PROFILES / "tpu_v4_32.yaml"), "run", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stdout.splitlines()
+    words = shlex.split(line)
+    assert words[:6] == ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "stylebench-v4-32"]
+    assert words[6:9] == ["--zone", "us-central2-b", "--worker=all"]
+    assert shlex.split(words[-1].split("cli ", 1)[1]) == [
+        "train", "configs/train/minilm_writing7.yaml", "--output", "runs/train/minilm_writing7_v4_32"]
+    done = stylebench("launch", str(PROFILES / "tpu_v4_32.yaml"), "fetch", "fetch_to=out dir", "--dry-run")
+    mkdir, scp = (shlex.split(line) for line in done.stdout.splitlines())
+    assert mkdir == ["mkdir", "-p", "out dir"]
+    assert "stylebench-v4-32:stylebench_jax/runs/train/minilm_writing7_v4_32" in scp and "--worker=0" in scp
+    (create,) = stylebench("launch", str(PROFILES / "tpu_v4_32.yaml"), "create", "tpu_pod.project=p",
+                           "--dry-run").stdout.splitlines()
+    assert shlex.split(create)[4:] == ["create", "stylebench-v4-32", "--zone", "us-central2-b", "--project",
+                                       "p", "--accelerator-type", "v4-32", "--version", "tpu-ubuntu2204-base"]
+
+
+def test_slurm_profile_prints_the_sbatch_line_with_overrides():
+    done = stylebench("launch", str(PROFILES / "slurm_2x8_h100.yaml"), "--dry-run", "slurm.processes=per_gpu",
+                      "slurm.partition=gpu", "slurm.nodes=4")
+    assert done.returncode == 0, done.stderr
+    words = shlex.split(done.stdout)
+    assert words[:8] == ["sbatch", "--job-name=stylebench-full", "--nodes=4", "--ntasks-per-node=8",
+                         "--gpus-per-node=8", "--time=04:00:00", "--partition=gpu",
+                         str(LAUNCH / "slurm.sbatch")]
+    assert words[8:] == ["--port", "12355", "eval", "--suite", "full", "--models",
+                         "minilm,baseline:char3gram,baseline:tfidf", "--output", "runs/full"]
+
+
+def test_cpu_profile_gives_each_process_its_id():
+    done = stylebench("launch", str(PROFILES / "cpu_2_processes.yaml"), "--dry-run", "cpu.processes=3")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [shlex.split(line)[4] for line in lines] == [f"JAX_PROCESS_ID={i}" for i in range(3)]
+    assert all(shlex.split(line)[-8:-6] == ["stylebench_jax.cli", "eval"] for line in lines)
+
+
+@pytest.mark.parametrize(("text", "extra", "fragment"), [
+    ("target: slurm\ncommand: [eval, --suite, stel]\ncpu: {processes: 2}\n", (),
+     "p.yaml:1: slurm: target 'slurm' needs a slurm section"),
+    ("target: cpu\ncommand: [eval, --suite, stel]\ncpu: {processes: 2}\n"
+     "slurm: {nodes: 1, gpus_per_node: 8}\n", (),
+     "p.yaml:4: slurm: a slurm section does nothing under target 'cpu'"),
+    ("target: cpu\ncommand: [eval, --suitee, stel]\ncpu: {processes: 2}\n", (),
+     "p.yaml:2: command: `stylebench eval --suitee stel`: "),
+    ("target: cpu\ncommand: [stylebench, eval]\ncpu: {processes: 2}\n", (), "p.yaml:2: command[0]: give the"),
+    ("target: slurm\ncommand: [eval, --suite, stel]\nslurm: {nodes: 1, gpus_per_node: 8, time: 4h}\n", (),
+     "p.yaml:3: slurm.time: expected sbatch's"),
+    ("target: tpu_pod\ncommand: [eval, --suite, stel]\ntpu_pod: {name: a, zone: z, accelerator: v4-8}\n",
+     (), "action: target 'tpu_pod' needs an action: create | copy"),
+    ("target: tpu_pod\ncommand: [eval, --suite, stel, --models, minilm, --output, r]\n"
+     "tpu_pod: {name: a, zone: z, accelerator: v4-8}\n", ("fetch",), "'fetch' needs the profile's fetch key"),
+    ("target: cpu\ncommand: [eval, --suite, stel]\ncpu: {processes: 0}\n", (), "p.yaml:3: cpu.processes"),
+])
+def test_bad_profiles_are_refused_before_anything_runs(tmp_path, text, extra, fragment):
+    (tmp_path / "p.yaml").write_text(text)
+    done = stylebench("launch", "p.yaml", *extra, "--dry-run", cwd=tmp_path)
+    assert done.returncode == 2 and fragment in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""
