@@ -170,7 +170,7 @@ def _schemas():
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_config_file_loads_through_its_schema_and_says_how_it_was_measured(path):
+def test_every_config_file_loads_through_its_schema_and_says_how_it_was_measured(path, tmp_path):
     """One loader for every YAML under configs/, each file opening with the command that runs it,
     the hardware it was (or was not) measured on and the figure it should reach."""
     from stylebench_jax.config import load_config
@@ -179,7 +179,13 @@ def test_every_config_file_loads_through_its_schema_and_says_how_it_was_measured
     schemas = _schemas()
     assert path.parent.name in schemas, f"{path}: no schema for configs/{path.parent.name}/: add it here"
     schema = schemas[path.parent.name]
-    loaded = load_suite(path) if schema is None else load_config(path, schema)
+    # A training config checks that its prepare-pairs directory exists: a clean clone has none yet
+    # (runs/ is made by `stylebench prepare-pairs`), so point it at an existing one.
+    uses_pairs = path.parent.name == "train" and "\n  pairs:" in path.read_text(encoding="utf-8")
+    if uses_pairs:
+        (tmp_path / "pairs.jsonl").write_text("", encoding="utf-8")
+    overrides = [f"data.pairs={tmp_path}"] if uses_pairs else []
+    loaded = load_suite(path) if schema is None else load_config(path, schema, overrides)
     assert loaded is not None
     header = []
     for line in path.read_text(encoding="utf-8").splitlines():
