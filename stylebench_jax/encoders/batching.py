@@ -104,38 +104,6 @@ def length_batches(lengths: np.ndarray, batch_size: int, *,
         yield order[max(0, start - (batch_size - first)):start + first]
 
 
-def bucket_batches(lengths: np.ndarray, batch_size: int, max_length: int,
-                   token_budget: int | None = None) -> Iterator[tuple[np.ndarray, int]]:
-    """``(indices, rows)`` per batch: like :func:`length_batches`, with a token budget. Each length
-    bucket (``bucket_length``) is batched on its own with ``cap = budget_rows(bucket, batch_size,
-    token_budget)`` rows, its partial batch first; ``rows`` is the height to pad to (before rounding to
-    the data axis): ``cap`` when the bucket also has full batches (one compiled program per bucket), else
-    ``batch_rows`` (a handful of texts stays a small batch). ``token_budget=None``:
-    :func:`length_batches` with ``batch_rows`` heights.
-
-    Why: on XLA:CPU a MiniLM forward runs more sequences per second in smaller batches at long lengths
-    (2 cores, sequences/s at 64 vs 16 rows: 128 tokens 26-27 vs 31-32, 256 tokens 12.4-12.7 vs 12.3-14.1;
-    at 32 tokens 64 rows win, 129 vs 119): activations that stay in cache beat fewer, larger calls."""
-    lengths = np.asarray(lengths)
-    if token_budget is None:
-        for rows in length_batches(lengths, batch_size):
-            yield rows, batch_rows(len(rows), batch_size, 1)
-        return
-    order = np.argsort(lengths, kind="stable")
-    buckets = np.fromiter((bucket_length(int(n), max_length) for n in lengths[order]), np.int64, len(order))
-    for bucket in np.unique(buckets):  # ascending, and contiguous in ``order``
-        members = order[buckets == bucket]
-        cap = budget_rows(int(bucket), batch_size, token_budget)
-        for part in length_batches(lengths[members], cap):
-            yield members[part], (cap if len(members) > cap else batch_rows(len(part), cap, 1))
-
-
-def budget_rows(length: int, batch_size: int, token_budget: int) -> int:
-    """Rows of a ``length``-token batch under ``token_budget``: ``min(batch_size, token_budget // length)``,
-    at least 1."""
-    return min(batch_size, max(1, token_budget // length))
-
-
 def pad_batch(sequences: Sequence[Sequence[int]], rows: int, length: int,
               pad_id: int) -> tuple[np.ndarray, np.ndarray]:
     """``(input_ids, attention_mask)`` ``[rows, length]`` int32 holding ``sequences`` (each at most

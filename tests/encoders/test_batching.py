@@ -3,14 +3,7 @@
 import numpy as np
 import pytest
 
-from stylebench_jax.encoders.batching import (
-    MAX_IN_FLIGHT,
-    batch_rows,
-    bucket_batches,
-    bucket_length,
-    collect_pipelined,
-    length_batches,
-)
+from stylebench_jax.encoders.batching import MAX_IN_FLIGHT, batch_rows, collect_pipelined, length_batches
 
 
 @pytest.mark.parametrize(("n", "batch_size"), [(100, 64), (128, 64), (5, 64), (130, 64), (7, 3), (1, 1)])
@@ -60,30 +53,3 @@ def test_collect_pipelined_keeps_order_and_bounds_in_flight_results():
     out = collect_pipelined(jobs(), np.full((10, 2), np.nan, np.float32), fetch, progress.append)
     np.testing.assert_array_equal(out, np.arange(10, dtype=np.float32)[:, None].repeat(2, axis=1))
     assert fetched == [0, 1, 2, 3] and progress == [3, 4, 2, 1]
-
-
-def test_bucket_batches_keep_a_token_budget_per_bucket():
-    """Every sequence once; a batch never mixes buckets; rows = min(batch_size, budget // bucket) with
-    each bucket's partial batch first; no budget = length_batches."""
-    lengths = np.random.default_rng(3).integers(3, 300, size=500)
-    batches = list(bucket_batches(lengths, 64, 256, token_budget=2048))
-    assert sorted(np.concatenate([rows for rows, _ in batches]).tolist()) == list(range(500))
-    by_bucket: dict[int, list[int]] = {}
-    for rows, height in batches:
-        buckets = {bucket_length(int(n), 256) for n in lengths[rows]}
-        assert len(buckets) == 1
-        bucket = buckets.pop()
-        cap, members = min(64, 2048 // bucket), sum(bucket_length(int(n), 256) == bucket for n in lengths)
-        # a bucket with full batches pads its partial one to them (one shape); else a small batch
-        assert height == (cap if members > cap else batch_rows(len(rows), cap, 1)), (bucket, height)
-        by_bucket.setdefault(bucket, []).append(len(rows))
-    assert sorted(by_bucket) == list(by_bucket)  # shortest bucket first
-    for bucket, sizes in by_bucket.items():
-        cap = min(64, 2048 // bucket)
-        assert sizes[1:] == [cap] * (len(sizes) - 1) and 0 < sizes[0] <= cap, (bucket, sizes)
-    assert by_bucket[256][1:] and by_bucket[256][-1] == 8
-    plain = [rows.tolist() for rows, _ in bucket_batches(lengths, 64, 256)]
-    assert plain == [b.tolist() for b in length_batches(lengths, 64)]
-    # a few texts stay a small batch
-    few = bucket_batches(np.array([5, 7, 6]), 64, 256, 2048)
-    assert [(rows.tolist(), height) for rows, height in few] == [([0, 2, 1], 4)]
