@@ -97,14 +97,11 @@ def run(args: argparse.Namespace) -> int:
     if action is None:
         raise InvalidOption("action", f"target {profile.target!r} needs an action: "
                                       f"{' | '.join(ACTIONS[profile.target])}")
-    if action not in ACTIONS[profile.target]:
-        choices = " | ".join(ACTIONS[profile.target])
-        raise InvalidOption("action", f"target {profile.target!r} takes {choices}, not {action!r}")
-    check_command(args.profile, words, profile)
-    try:
+    try:  # launcher_argv checks the action against the target before the command is parsed
         argv = launcher_argv(profile, action, launch_dir(), dry_run=args.dry_run)
     except ValueError as error:
         raise InvalidOption("action", str(error).removeprefix("action: ")) from None
+    check_command(args.profile, words, profile)
     if args.dry_run and profile.target == "slurm":  # sbatch has no dry run of its own: show its line
         print(shlex.join(argv))
         return 0
