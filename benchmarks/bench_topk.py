@@ -5,7 +5,11 @@
 
 One run, one seeded data set for every method and query count: unit-norm Gaussian rows, or
 with ``--clusters C`` clustered rows (centre + noise, queries are perturbed pool rows), closer to
-author-grouped style embeddings, where the bfloat16 certificate fails far more often. Every
+author-grouped style embeddings, where the bfloat16 certificate fails far more often; or with
+``--real EMB.npy`` real embeddings (e.g. ``stylebench embed`` of a style corpus) tiled to ``--n``
+rows: a seeded shuffle holds out the queries, every other row is copied ``n / M`` times, each copy
+with its own noise of norm ``--tile-noise`` (cosine ~0.98 with its source at 0.2) and renormalised,
+so the pool keeps the real geometry (style groups, anisotropy) without exact ties. Every
 method is warmed once (compilation, BLAS threads, faiss's index) and timed best of ``--repeats``:
 
 * ours: ``topk_cosine`` float32 and certified bfloat16 on an ordinary NumPy array (16-byte
@@ -105,6 +109,30 @@ def unit_rows(rng, n: int, dim: int, chunk: int = 1 << 16, *, aligned: bool = Fa
         block /= np.linalg.norm(block, axis=1, keepdims=True)
         out[start:start + block.shape[0]] = block
     return out
+
+
+def tiled_rows(rng, real: np.ndarray, n: int, q_rows: int, noise: float,
+               chunk: int = 1 << 16, *, aligned: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(candidates [n, D], queries [q_rows, D])`` from real unit-norm-able rows ``real [M, D]``: a
+    seeded permutation puts ``q_rows`` rows aside as queries (never in the pool); pool row ``i`` is
+    source row ``i mod (M - q_rows)`` plus Gaussian noise of expected norm ``noise``, renormalised."""
+    real = np.asarray(real, np.float32)
+    if real.ndim != 2 or real.shape[0] < 2 * q_rows:
+        raise SystemExit(f"--real: expected a [M, D] array with M >= 2 x queries ({2 * q_rows}), got "
+                         f"shape {real.shape}")
+    real = real / np.linalg.norm(real, axis=1, keepdims=True)
+    order = rng.permutation(real.shape[0])
+    queries, sources = real[order[:q_rows]], real[order[q_rows:]]
+    dim = real.shape[1]
+    out = aligned_empty((n, dim)) if aligned else np.empty((n, dim), np.float32)
+    for start in range(0, n, chunk):
+        rows = np.arange(start, min(n, start + chunk)) % sources.shape[0]
+        block = rng.standard_normal((rows.size, dim), dtype=np.float32)
+        block *= noise / dim ** 0.5
+        block += sources[rows]
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        out[start:start + rows.size] = block
+    return out, queries
 
 
 def best_time(fn, repeats: int):
@@ -360,6 +388,9 @@ def main() -> int:
     parser.add_argument("--clusters", type=int, default=0,
                         help="clustered candidates and queries (centre + noise) instead of Gaussian")
     parser.add_argument("--spread", type=float, default=0.5, help="noise / centre scale of --clusters")
+    parser.add_argument("--real", type=Path, default=None,
+                        help="real [M, D] embeddings (.npy, e.g. from `stylebench embed`) tiled to --n rows")
+    parser.add_argument("--tile-noise", type=float, default=0.2, help="noise norm of each --real copy")
     parser.add_argument("--memmap-gib", type=float, default=0.0,
                         help="also search a pool of this size on disk")
     parser.add_argument("--memmap-dir", default="/tmp")
@@ -379,10 +410,17 @@ def main() -> int:
                "loadavg": os.getloadavg(), "args": {k: str(v) for k, v in vars(args).items()}}
     results["peak_gflops"] = matmul_peak(args.dim)
     rng = np.random.default_rng(args.seed)
-    c = unit_rows(rng, args.n, args.dim, aligned=args.aligned, clusters=args.clusters, spread=args.spread)
+    q_counts = [int(x) for x in args.q.split(",")]
+    if args.real:
+        c, real_queries = tiled_rows(rng, np.load(args.real), args.n, max(q_counts), args.tile_noise,
+                                     aligned=args.aligned)
+    else:
+        c = unit_rows(rng, args.n, args.dim, aligned=args.aligned, clusters=args.clusters, spread=args.spread)
     results["regimes"] = []
-    for q_rows in (int(x) for x in args.q.split(",")):
-        if args.clusters:  # queries from the same clusters: the candidates' first rows, perturbed
+    for q_rows in q_counts:
+        if args.real:
+            q = real_queries[:q_rows]
+        elif args.clusters:  # queries from the same clusters: the candidates' first rows, perturbed
             noise = rng.standard_normal((q_rows, args.dim), dtype=np.float32)
             q = c[:q_rows] + 0.05 * noise / args.dim ** 0.5
             q /= np.linalg.norm(q, axis=1, keepdims=True)

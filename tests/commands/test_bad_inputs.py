@@ -177,7 +177,11 @@ def test_ctrl_c_stops_embed_promptly(tmp_path, cache_dir):
     # Batches of 16 (~1 s each here): the stop waits for the running batch and the queued one.
     lines = (f"sentence number {i} about cats and dogs and weather. " * 40 for i in range(1000))
     path.write_text("\n".join(lines), encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-m", "stylebench_jax.cli", "embed", "--input", str(path),
+    # A suite started in the background (``cmd &`` without job control) hands its children SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt: the child restores what a terminal user has.
+    run_cli = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+               "runpy.run_module('stylebench_jax.cli', run_name='__main__')")
+    proc = subprocess.Popen([sys.executable, "-c", run_cli, "embed", "--input", str(path),
                              "--output", str(tmp_path / "o.npy"), "--no-cache", "--long-text", "truncate",
                              "--batch-size", "16"],
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})

@@ -154,16 +154,17 @@ def test_exact_dot_beyond_int64():
 
 
 @pytest.mark.slow
-def test_fifty_thousand_items_all_pairs():
-    """1.25e9 pairs, never materialised; exact (both passes), checked against a 3 % subsample
-    bound: the AUROC of clustered data is far from 0.5 and all counts add up."""
+def test_twenty_thousand_items_all_pairs():
+    """2e8 pairs, never materialised; exact (both passes), checked against a 1,500-item subsample:
+    the AUROC of clustered data is far from 0.5 and all counts add up. (N = 50,000, 1.25e9 pairs, is
+    ``benchmarks/bench_topk.py --pairs-n 50000``: 64 s here, too long for the suite.)"""
     rng = np.random.default_rng(7)
-    x, labels = clustered(rng, 50_000, 16, 500, spread=0.6)
+    x, labels = clustered(rng, 20_000, 16, 200, spread=0.6)
     # One device: 8 fake CPU devices would only add per-device dispatch on the 2 real cores.
     mesh = make_mesh("data=1,model=1", devices=jax.devices()[:1])
     result = all_pairs_auroc_eer(x, labels, block_size=2048, mesh=mesh)
-    assert result.n_pairs == 50_000 * 49_999 // 2 == result.n_pos + result.n_neg
+    assert result.n_pairs == 20_000 * 19_999 // 2 == result.n_pos + result.n_neg
     assert result.auroc_error_bound == 0.0
-    sub = rng.choice(50_000, 1500, replace=False)
+    sub = rng.choice(20_000, 1500, replace=False)
     auroc, eer = all_pairs_reference(x[sub], labels[sub])
     assert abs(result.auroc - auroc) < 0.02 and abs(result.eer - eer) < 0.03

@@ -117,8 +117,6 @@ def test_train_logs_evaluates_exports_and_is_deterministic(setup, tmp_path, cach
 @pytest.mark.slow
 def test_sigkill_then_resume_equals_an_uninterrupted_run(setup, tmp_path, cache_dir):
     root, config = setup
-    reference = tmp_path / "ref"
-    assert cli(config, "--output", reference).returncode == 0
     run = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-m", "stylebench_jax.cli", "train", str(config), "--output",
                              str(run), "--quiet", "trainer.log_every=1"], cwd=REPO, stderr=subprocess.PIPE,
@@ -144,7 +142,6 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(setup, tmp_path, cache_
                 assert a[key] == pytest.approx(value, abs=1e-6), (b["step"], key)
     assert (run / "export" / "model.safetensors").read_bytes() == \
         (reference1 / "export" / "model.safetensors").read_bytes()
-    assert reference.exists()
 
 
 @pytest.mark.slow
