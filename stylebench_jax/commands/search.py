@@ -51,7 +51,7 @@ def register(subparsers) -> None:
     parser.add_argument("--candidate-groups", type=Path, default=None,
                         help="int .npy [N]: group of each candidate; same-group candidates are skipped")
     parser.add_argument("--block-size", type=int, default=None,
-                        help="candidate rows per device per matmul (default: 16384)")
+                        help="candidate rows per device per matmul (default: 32768)")
     parser.add_argument("--query-batch", type=int, default=1024, help="queries scored together")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 matmul + certified float32 re-scoring")
     parser.add_argument("--normalize", action="store_true", help="L2-normalise rows before scoring")

@@ -116,14 +116,24 @@ def _local_hist(tiles, x, labels, n, luts, slot0, *, block: int, bits: tuple[int
         return hist.at[index.ravel()].add(1, mode="drop")
 
     init = lax.pcast(jnp.zeros(size, jnp.int32), ("data",), to="varying")
-    return lax.psum(lax.fori_loop(0, tiles.shape[0], body, init), "data")
+    hist = lax.fori_loop(0, tiles.shape[0], body, init)
+    # One device: the loop's buffer is the output. A psum there (a no-op) made XLA copy it into a
+    # second output buffer: 2x the pass's histogram bytes (measured with the compiled memory analysis).
+    return lax.psum(hist, "data") if lax.axis_size("data") > 1 else hist
+
+
+def _copies_per_device(n_data: int) -> int:
+    """int32 histograms each device holds during a pass: its own loop carry, plus the psum's
+    output when there is more than one device."""
+    return 2 if n_data > 1 else 1
 
 
 @functools.lru_cache(maxsize=32)
 def _hist_step(mesh: Mesh, block: int, bits: tuple[int, ...], level: int, slots: int):
     fn = jax.shard_map(
         functools.partial(_local_hist, block=block, bits=bits, level=level, slots=slots), mesh=mesh,
-        in_specs=(P("data"), P(), P(), P(), P(), P()), out_specs=P(), check_vma=True)
+        in_specs=(P("data"), P(), P(), P(), P(), P()),
+        out_specs=P() if mesh.shape["data"] > 1 else P("data"), check_vma=True)
     return jax.jit(fn)
 
 
@@ -232,14 +242,14 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     def histograms(level: int, luts: tuple, n_slots: int):
         """Yield ``(slot0, counts [m, 2^w, 2])`` (neg, pos) for the refined slots ``slot0 + [0, m)``
         of ``level``, one pass over all tiles each. Only one pass's counts live at a time (the caller
-        folds them in): per pass the ``n_data`` device copies of the int32 histogram, the fetched
-        part and the running total fit ``max_fine_bytes``."""
+        folds them in): per pass the device copies of the int32 histogram (``_copies_per_device``
+        each), the fetched part and the running total fit ``max_fine_bytes``."""
         width = 1 << bits[level]
         n_data = mesh.shape["data"]
         # one call (up to 2^31 - 1 pairs): its int32 output is the total (on CPU, fetched without a
         # copy); more calls add the fetched part and the running total
         summed = 0 if tiles.n_calls == 1 else 4 + np.dtype(total_dtype).itemsize
-        slot_bytes = 2 * width * (4 * n_data + summed)
+        slot_bytes = 2 * width * (4 * n_data * _copies_per_device(n_data) + summed)
         fit = max(1, max_fine_bytes // slot_bytes)
         # powers of two (few shapes to compile), never above the budget
         per_pass = min(1 << (n_slots - 1).bit_length(), 1 << (fit.bit_length() - 1))
@@ -252,7 +262,9 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
                 part = np.asarray(jax.device_get(out))
                 del out
                 if total is None:
-                    total = part.astype(total_dtype, copy=total_dtype != np.int32 or not part.flags.writeable)
+                    # one call: its output, read-only as fetched, is the total (a writeable copy
+                    # doubled the pass's memory); more calls: a running total to add into
+                    total = part if tiles.n_calls == 1 else part.astype(total_dtype, copy=True)
                 else:
                     np.add(total, part, out=total, casting="unsafe")
                 del part
