@@ -33,8 +33,9 @@ Pipeline for ``embed(texts)``, the same for both families:
 2. sort sequences by length and cut into batches of ``batch_size`` rows, each padded to the smallest
    bucket length that fits (``encoders.batching``: a handful of compiled shapes);
 3. run the jitted forward with the batch sharded over the mesh's ``data`` axis and heads/MLP over
-   ``model`` (parameters read block by block into their shardings by ``encoders.loading``), collect
-   ``[B, H]`` float32 outputs without blocking, restore input order.
+   ``model`` (parameters read block by block into their shardings by ``encoders.loading``; on CPU a
+   batch of long sequences runs as a ``lax.map`` over micro-batches inside its one program,
+   ``micro_batch_rows``), collect ``[B, H]`` float32 outputs without blocking, restore input order.
 
 What differs between the families is a handful of class attributes and hooks: the directory reader,
 the Flax module, the pooling modes and their default, the dtypes, the rules table, the default token
