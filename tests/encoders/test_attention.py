@@ -9,8 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from stylebench_jax.encoders import neural
 from stylebench_jax.encoders.bert import grouped_attention, softmax_attention
-from stylebench_jax.encoders.neural import FlaxEncoderEmbedder, attention_groups
+from stylebench_jax.encoders.neural import FlaxEncoderEmbedder, attention_groups, micro_batch_rows
 from stylebench_jax.parallel import make_mesh
 from tests.helpers.tiny_models import write_tiny_model
 
@@ -77,3 +78,35 @@ def test_grouped_forward_is_sharding_safe(tmp_path, spec):
     np.testing.assert_allclose(grouped, whole, atol=1e-6, rtol=0)
     assert np.abs(whole - whole[::-1]).max() > 1e-3  # rows differ, so a mix-up would show
     assert jnp.asarray(grouped).dtype == jnp.float32
+
+
+def test_micro_batch_rows_follow_the_token_budget():
+    one, eight = make_mesh("data=1,model=1", devices=jax.devices()[:1]), make_mesh("data=8,model=1")
+    assert [micro_batch_rows(one, 64, n) for n in (32, 64, 128, 256, 512)] == [64, 32, 16, 8, 4]
+    assert micro_batch_rows(one, 48, 128) == 16 and micro_batch_rows(one, 64, 96) == 16  # divisors of rows
+    assert micro_batch_rows(eight, 64, 256) == 64 and micro_batch_rows(eight, 128, 512) == 32
+    assert micro_batch_rows(eight, 64, 4096) == 8  # at least one row per device
+
+
+@pytest.mark.parametrize("spec", ["data=1,model=1", "data=4,model=2"])
+def test_micro_batched_forward_equals_the_whole_batch(tmp_path, monkeypatch, spec):
+    """A batch run as micro-batches inside its program (CPU meshes) gives the whole batch's rows in
+    their order, and on a data-sharded mesh gathers nothing."""
+    monkeypatch.setattr(neural, "CPU_MICRO_BATCH_TOKENS", 24)  # 2 rows of 12 tokens per device and step
+    folder = write_tiny_model(tmp_path / "tiny")
+    devices = jax.devices()[:1] if spec.startswith("data=1,") else None
+    mesh = make_mesh(spec, devices=devices)
+    ours = FlaxEncoderEmbedder(folder, mesh=mesh, progress=False, batch_size=32)
+    n_data = int(mesh.shape["data"])
+    assert micro_batch_rows(mesh, 32, 12) == 2 * n_data < 32
+    rng = np.random.default_rng(1)
+    ids = rng.integers(5, 30, size=(32, 12)).astype(np.int32)
+    mask = (np.arange(12)[None, :] < rng.integers(1, 13, size=32)[:, None]).astype(np.int32)
+    text = ours._forward.lower(ours.params, ids, mask).compile().as_text()
+    assert "while" in text  # the micro-batch loop is in the program
+    assert not re.search(r"all-gather|all-to-all|collective-permute", text)
+    micro = np.asarray(ours._forward(ours.params, ids, mask))
+    whole = np.asarray(jax.jit(lambda p, i, m: ours.module.apply({"params": p}, i, m))(
+        ours.params, ids, mask))
+    np.testing.assert_allclose(micro, whole, atol=1e-6, rtol=0)
+    assert np.abs(whole - whole[::-1]).max() > 1e-3  # rows differ, so a mix-up would show
