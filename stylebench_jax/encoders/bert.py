@@ -99,29 +99,37 @@ def softmax_attention(query, key, value, bias):
     return (context / weights.sum(axis=-1, keepdims=True)).astype(value.dtype)
 
 
+def map_row_groups(fn, args: tuple, width: int):
+    """``fn`` over the ``[B, ...]`` arrays ``args``, ``width`` rows at a time, in a ``lax.map`` of
+    ``B / width`` steps (``width`` divides ``B``); returns ``fn``'s ``[B, ...]`` output in row order.
+
+    The batch is viewed as ``[width, B / width]`` (row ``b`` -> ``(b // (B / width), b % (B / width))``),
+    so each step takes one row from each of ``width`` contiguous row blocks. Sharding-safe when
+    ``width`` is a multiple of the mesh's ``data`` size: a ``data``-sharded batch axis holds contiguous
+    row blocks, so the ``width`` axis carries the data sharding and the mapped axis is local to every
+    device (no gathering). Used for attention (``grouped_attention``) and, by the embedder on CPU, for
+    the whole forward pass (``encoders.neural.micro_batch_rows``)."""
+    batch = args[0].shape[0]
+    steps = batch // width
+
+    def split(x):  # [B, ...] -> [B/width, width, ...]
+        return x.reshape(width, steps, *x.shape[1:]).swapaxes(0, 1)
+
+    out = jax.lax.map(lambda group: fn(*group), tuple(split(x) for x in args))
+    return out.swapaxes(0, 1).reshape(batch, *out.shape[2:])
+
+
 def grouped_attention(query, key, value, bias, groups: int):
     """``softmax_attention`` of ``[B, heads, L, d]`` inputs, ``groups`` sequences at a time.
 
     ``groups == 0``: the whole batch at once. ``groups = g >= 1`` (``gcd(g, B)`` is used, so any batch
-    works; the embedders' batches are multiples of ``g``): the batch
-    is viewed as ``[g, B / g]`` (row ``b`` -> ``(b // (B / g), b % (B / g))``) and ``lax.map`` runs
-    ``B / g`` steps, each attending ``g`` sequences (one from each of ``g`` contiguous row blocks).
-    Sharding-safe when ``g`` is a multiple of the mesh's ``data`` size: a ``data``-sharded batch axis
-    holds contiguous row blocks, so the ``g`` axis carries the data sharding and the mapped axis is
-    local to every device (no gathering); heads keep their ``model`` sharding. Same arithmetic either way.
+    works; the embedders' batches are multiples of ``g``): ``map_row_groups`` runs ``B / g`` steps, each
+    attending ``g`` sequences; sharding-safe when ``g`` is a multiple of the mesh's ``data`` size (heads
+    keep their ``model`` sharding). Same arithmetic either way.
     """
     if groups == 0:
         return softmax_attention(query, key, value, bias)
-    batch = query.shape[0]
-    groups = math.gcd(batch, groups)
-    steps = batch // groups
-
-    def split(x):  # [B, ...] -> [B/g, g, ...]
-        return x.reshape(groups, steps, *x.shape[1:]).swapaxes(0, 1)
-
-    out = jax.lax.map(lambda args: softmax_attention(*args), (split(query), split(key), split(value),
-                                                              split(bias)))
-    return out.swapaxes(0, 1).reshape(query.shape)
+    return map_row_groups(softmax_attention, (query, key, value, bias), math.gcd(query.shape[0], groups))
 
 
 class HeadProjection(nn.Module):

@@ -64,6 +64,7 @@ from stylebench_jax.encoders.batching import (
     pad_batch,
     token_sequences,
 )
+from stylebench_jax.encoders.bert import map_row_groups
 from stylebench_jax.encoders.config import EncoderConfig
 from stylebench_jax.encoders.decoder_config import DecoderConfig
 from stylebench_jax.encoders.loading import (
@@ -110,6 +111,11 @@ class EncodeSettings:
 CPU_MICRO_BATCH_TOKENS = 2048
 
 
+def _cpu_mesh(mesh: Mesh) -> bool:
+    """Whether every device of ``mesh`` is a CPU (the embedder's cache-friendly settings apply)."""
+    return all(device.platform == "cpu" for device in mesh.devices.flat)
+
+
 def micro_batch_rows(mesh: Mesh, rows: int, length: int) -> int:
     """Rows per step when a ``[rows, length]`` batch runs as a ``lax.map`` over micro-batches inside
     its one program (``FlaxEncoderEmbedder._forward``): on CPU meshes the largest multiple ``m`` of the
@@ -117,7 +123,7 @@ def micro_batch_rows(mesh: Mesh, rows: int, length: int) -> int:
     one row per device), so the activations of a step stay in the CPU's caches; elsewhere ``rows``
     (accelerators want the whole batch). ``rows`` is a multiple of the ``data`` size."""
     n_data = int(mesh.shape["data"])
-    if not all(device.platform == "cpu" for device in mesh.devices.flat):
+    if not _cpu_mesh(mesh):
         return rows
     per_device = max(1, CPU_MICRO_BATCH_TOKENS // length)
     best = n_data
@@ -131,7 +137,7 @@ def attention_groups(mesh: Mesh) -> int:
     """Sequences per attention step for ``mesh`` (``bert.grouped_attention``): on CPU meshes the
     ``data`` size (one sequence per device per step: the scores stay in cache, measured fastest on
     XLA:CPU, see benchmarks/bench_encoder.py); elsewhere 0 (the whole batch in one batched product)."""
-    if all(device.platform == "cpu" for device in mesh.devices.flat):
+    if _cpu_mesh(mesh):
         return int(mesh.shape["data"])
     return 0
 
@@ -285,15 +291,7 @@ class FlaxEncoderEmbedder:
             micro = micro_batch_rows(self.mesh, rows, length)
             if micro == rows:
                 return apply(params, input_ids, attention_mask)
-            # [rows, ...] -> [steps, micro, ...], row b -> (b % steps, b // steps): the micro axis holds
-            # contiguous row blocks, so it carries the data sharding (as ``bert.grouped_attention``)
-            steps = rows // micro
-
-            def split(x):
-                return x.reshape(micro, steps, *x.shape[1:]).swapaxes(0, 1)
-
-            out = jax.lax.map(lambda batch: apply(params, *batch), (split(input_ids), split(attention_mask)))
-            return out.swapaxes(0, 1).reshape(rows, *out.shape[2:])
+            return map_row_groups(functools.partial(apply, params), (input_ids, attention_mask), micro)
 
         return jax.jit(forward, in_shardings=(None, sharding, sharding), out_shardings=sharding)
 
