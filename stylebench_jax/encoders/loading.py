@@ -249,15 +249,41 @@ def replicated_dims(module: nn.Module, mesh: Mesh, rules=DEFAULT_RULES) -> list[
     return fitted_shardings(abstract_params(module), mesh, rules)[1]
 
 
-def init_params(module: nn.Module, rng: jax.Array, mesh: Mesh, rules=DEFAULT_RULES) -> Any:
+def init_params(module: nn.Module, rng: jax.Array, mesh: Mesh, rules=DEFAULT_RULES, *,
+                skip: tuple[tuple[str, ...], ...] = ()) -> Any:
     """Fresh parameters, created sharded: ``jax.jit(init, out_shardings=...)`` so no device ever
-    holds a full copy of a parameter it only needs a shard of."""
-    shardings = param_shardings(module, mesh, rules)
+    holds a full copy of a parameter it only needs a shard of.
+
+    ``skip``: paths of subtrees the caller fills from a checkpoint, e.g. ``(("embedder", "encoder"),)``;
+    they are left out of the result. Being no output of the program, their random initialisers
+    are dropped by XLA before code generation (for a trainer whose encoder is pretrained, the
+    threefry of every encoder weight was most of the init's compile time); the other parameters
+    get the same values as without ``skip`` (flax derives each one's key from its path)."""
+    shardings = _without(param_shardings(module, mesh, rules), skip)
 
     def init(key):
-        return nn.unbox(module.init(key, *_sample_inputs())["params"])
+        return _without(nn.unbox(module.init(key, *_sample_inputs())["params"]), skip)
 
     return jax.jit(init, out_shardings=shardings)(rng)
+
+
+def _without(tree: dict, paths: tuple[tuple[str, ...], ...]) -> dict:
+    """``tree`` (nested dicts) less the subtree at each of ``paths`` (new dicts along the paths)."""
+    for path in paths:
+        tree = _drop(tree, path)
+    return tree
+
+
+def _drop(tree: dict, path: tuple[str, ...]) -> dict:
+    head, rest = path[0], path[1:]
+    if head not in tree:
+        raise KeyError(f"no parameter subtree {head!r} (of {'/'.join(path)})")
+    out = dict(tree)
+    if rest:
+        out[head] = _drop(tree[head], rest)
+    else:
+        del out[head]
+    return out
 
 
 def place_params(host_params: Any, module: nn.Module, mesh: Mesh, rules=DEFAULT_RULES) -> Any:

@@ -104,7 +104,7 @@ def teacher_logits_for(config: TrainConfig, base: EncoderFiles, data: TrainingDa
 def _train_teacher(config: TrainConfig, base: EncoderFiles, pairs: PairSet, mesh: Mesh, progress: bool):
     tc = config.teacher
     model = CrossEncoder(base.config, dropout_rate=config.model.dropout)
-    params = init_params(model, jax.random.key(config.seed + 1), mesh)
+    params = init_params(model, jax.random.key(config.seed + 1), mesh, skip=(("encoder",),))
     shardings = param_shardings(model, mesh)
     params = {**params, "encoder": jax.device_put(base.host_params["encoder"], shardings["encoder"])}
     optim = OptimConfig(learning_rate=tc.learning_rate, weight_decay=config.optim.weight_decay,

@@ -96,10 +96,9 @@ def build_model(config: TrainConfig, base: EncoderFiles, n_topics: int) -> BiEnc
 
 def initial_params(model: BiEncoder, base: EncoderFiles, mesh: Mesh, seed: int, temperature: float):
     """Heads created sharded from the seed; the encoder from the pretrained weights (same shardings)."""
-    params = init_params(model, jax.random.key(seed), mesh)
+    params = init_params(model, jax.random.key(seed), mesh, skip=(("embedder", "encoder"),))
     shardings = param_shardings(model, mesh)
     encoder = jax.device_put(base.host_params["encoder"], shardings["embedder"]["encoder"])
-    params = dict(params)
     params["embedder"] = {**params["embedder"], "encoder": encoder}
     params["log_temperature"] = jax.device_put(np.float32(math.log(temperature)),
                                                shardings["log_temperature"])

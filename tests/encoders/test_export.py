@@ -80,6 +80,16 @@ def test_init_params_creates_parameters_sharded_by_the_rules():
     assert mlp.addressable_shards[0].data.shape == (32, 16)
     shardings = param_shardings(module, mesh)
     assert jax.tree_util.tree_structure(shardings) == jax.tree_util.tree_structure(params)
+    # a subtree the caller loads from a checkpoint is left out; the others keep their values
+    heads = init_params(module, jax.random.key(0), mesh, skip=(("encoder", "layer_0"),))
+    assert "layer_0" not in heads["encoder"] and "layer_1" in heads["encoder"]
+    full = dict(params["encoder"])
+    del full["layer_0"]
+    for a, b in zip(jax.tree.leaves({**params, "encoder": full}), jax.tree.leaves(heads), strict=True):
+        assert a.sharding == b.sharding
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(KeyError, match="layer_9"):
+        init_params(module, jax.random.key(0), mesh, skip=(("encoder", "layer_9"),))
 
 
 def test_projection_head_round_trip(tmp_path):
