@@ -10,7 +10,7 @@ from stylebench_jax.kernels import NonFiniteRowError, shard_pool, topk_cosine
 from stylebench_jax.kernels import topk as topk_module
 from stylebench_jax.kernels.blockwise import block_shortlist, merge_running, pick_group_size
 from stylebench_jax.kernels.npy_rows import aligned_empty
-from stylebench_jax.kernels.scan import Span, plan_spans
+from stylebench_jax.kernels.scan import IN_PLACE_BLOCKS, Span, plan_spans
 
 
 @pytest.mark.parametrize("n", [1, 5, 8, 9, 37])
@@ -64,16 +64,21 @@ def misaligned(c: np.ndarray, shift_bytes: int) -> np.ndarray:
 
 
 def test_plan_spans_in_place_copies_and_tail():
-    """Aligned: every whole slab in place (one call each), the tail alone with its own block;
-    misaligned: the first slab is copied (its view would start before the data); files: chunks."""
+    """Aligned: calls of IN_PLACE_BLOCKS blocks per device in place, then single slabs in place
+    while their segments fit, the tail alone with its own block; misaligned: the first slab is
+    copied (its view would start before the data); files: chunks."""
+    assert IN_PLACE_BLOCKS == 8
     c = np.zeros((301, 8), np.float32)
     aligned, shifted = misaligned(c, 0), misaligned(c, 16)
-    spans = plan_spans(301, 2, 8, 64, aligned)
-    assert [(s.start, s.stop, s.stride, s.block, s.in_place) for s in spans[:2]] == [
-        (0, 16, 8, 8, True), (16, 32, 8, 8, True)]
-    assert all(s.in_place for s in spans[:-1]) and spans[-1] == Span(288, 301, 8, 8, False)
-    spans = plan_spans(301, 2, 8, 64, shifted)
-    assert not spans[0].in_place and all(s.in_place for s in spans[1:-1]) and len(spans) == 19
+    spans = [(s.start, s.stop, s.stride, s.block, s.in_place) for s in plan_spans(301, 2, 8, 64, aligned)]
+    assert spans == [(0, 128, 64, 8, True), (128, 256, 64, 8, True), (256, 272, 8, 8, True),
+                     (272, 288, 8, 8, True), (288, 301, 8, 8, False)]
+    spans = [(s.start, s.stop, s.stride, s.block, s.in_place) for s in plan_spans(301, 2, 8, 64, shifted)]
+    assert spans == [(0, 16, 8, 8, False), (16, 144, 64, 8, True), (144, 272, 64, 8, True),
+                     (272, 288, 8, 8, True), (288, 301, 8, 8, False)]
+    # the last rows' segment would leave the array (its 16 elements of slack): that slab is copied
+    spans = plan_spans(288, 2, 8, 64, misaligned(np.zeros((288, 8), np.float32), 0))
+    assert [(s.start, s.in_place) for s in spans][-2:] == [(256, True), (272, False)]
     spans = plan_spans(301, 2, 8, 64, None)  # copies: 4-slab chunks, then one slab, then the tail
     assert [(s.start, s.stride) for s in spans] == [(0, 32), (64, 32), (128, 32), (192, 32), (256, 8),
                                                     (272, 8), (288, 8)]
