@@ -15,8 +15,9 @@ method is warmed once (compilation, BLAS threads, faiss's index) and timed best 
 * ours: ``topk_cosine`` float32 and certified bfloat16 on an ordinary NumPy array (16-byte
   aligned, what ``np.load`` returns; used in place all the same), ``--aligned`` for a 64-byte
   aligned one. ``compile`` = first call minus best call. The default precision (``"auto"``, what
-  ``stylebench search`` runs) is whichever of the two it resolves to on this machine. Ours is timed
-  again after faiss and the better of the two timings is kept (the shared machine's load drifts).
+  ``stylebench search`` runs) is whichever of the two it resolves to on this machine. Ours (float32)
+  and faiss are each timed in two rounds, ours, faiss, ours, faiss, and keep their best (the
+  shared machine's load drifts).
 * numpy: ``[1024, 65536]`` score blocks (BLAS sgemm) + ``argpartition`` into a running top-k list.
 * faiss: ``IndexFlatIP`` (exact; BLAS sgemm + heaps), when faiss-cpu is installed.
 
@@ -30,7 +31,9 @@ resident memory just before. GFLOP/s counts 2 Q N D flops; ``%peak`` compares it
 machine's matmul peak for the same precision, measured here: float32 methods against the better
 of NumPy sgemm and XLA's float32 dot, ``ours bf16`` against XLA's bfloat16 dot (float32
 accumulation), each on the search's own shape (``[1024, D] x [D, 32768]`` blocks) in one call over
-8 blocks (:func:`matmul_peak`).
+8 blocks (:func:`matmul_peak`); with torch installed, PyTorch's float32 and bfloat16 matmul on
+the same blocks are printed beside them (its bfloat16 runs oneDNN's AMX / AVX512-BF16 kernels
+where the CPU has them: how far XLA's bfloat16 dot is from what the hardware gives).
 
 ``--memmap-gib G`` writes a G GiB pool to /tmp and searches it through the ``.npy`` path (block
 reads, bounded memory) in a child process, so its RSS is its own. ``--pairs-n M`` times the exact
@@ -184,6 +187,30 @@ def matmul_peak(dim: int, q: int = 1024, block: int = 32768, blocks: int = 8) ->
     for name, (fn, x, y) in runs.items():
         fn(x, y).block_until_ready()
         out[name] = flops / best_time(lambda fn=fn, x=x, y=y: fn(x, y).block_until_ready(), 3)[0] / 1e9
+    out.update(torch_peaks(a, b, block, blocks, flops))
+    return out
+
+
+def torch_peaks(a: np.ndarray, b: np.ndarray, block: int, blocks: int, flops: int) -> dict:
+    """PyTorch's float32 and bfloat16 matmul on the same blocks (``torch.matmul(..., out=)`` into
+    one reused buffer, operands cast beforehand), when torch is installed: its bfloat16 path is
+    oneDNN's, which uses AMX / AVX512-BF16 where the CPU has them, so ``torch_bf16`` shows what
+    the hardware gives bfloat16 next to XLA's ``xla_bf16``. Empty without torch."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    out = {}
+    for name, dtype in (("torch_f32", torch.float32), ("torch_bf16", torch.bfloat16)):
+        x, y = torch.from_numpy(a).to(dtype), torch.from_numpy(b).to(dtype)
+        buf = torch.empty((a.shape[0], block), dtype=dtype)
+
+        def loop(x=x, y=y, buf=buf):
+            for i in range(blocks):
+                torch.matmul(x, y[i * block:(i + 1) * block].T, out=buf)
+
+        loop()
+        out[name] = flops / best_time(loop, 3)[0] / 1e9
     return out
 
 
@@ -267,13 +294,13 @@ def run_regime(c, q, k, args, peaks) -> dict:
                        ours_bf16_grown_queries=result.n_grown)
     # what `topk_cosine` / `stylebench search` do without flags: precision="auto"
     row["default_precision"] = topk_cosine(q[:8], c[:4096], k, precision="auto").precision
-    row["default_s"] = row["ours_s" if row["default_precision"] == "float32" else "ours_bf16_s"]
     row["recall_vs_exact"] = row["ours_recall_vs_exact"]
     row["peak_rss_mb"] = row["ours_peak_rss_mb"]
     try:
         import faiss
     except ImportError:
         row["faiss_s"] = None
+        row["default_s"] = row["ours_s" if row["default_precision"] == "float32" else "ours_bf16_s"]
         return row
     with PeakRss() as rss:
         start = time.perf_counter()
@@ -284,10 +311,15 @@ def run_regime(c, q, k, args, peaks) -> dict:
         seconds, (_, found) = best_time(lambda index=index: index.search(q, k), args.repeats)
     row.update(faiss_s=seconds, faiss_recall_vs_exact=recall(found, exact), faiss_peak_rss_mb=rss.peak_mb,
                faiss_working_set_mb=rss.working_mb, faiss_gflops=flops / seconds / 1e9)
-    # ours once more after faiss: the load of other jobs drifts; the ratio uses the better of both
+    # a second round of both, ours then faiss: the load of other jobs drifts, so each side keeps the
+    # best of its two rounds (the same number of timed runs for both)
     seconds = best_time(lambda: topk_cosine(q, c, k, precision="float32", block_size=args.block_size,
                                             chunk_rows=args.chunk_rows), args.repeats)[0]
     row["ours_s"] = min(row["ours_s"], seconds)
+    row["ours_gflops"] = flops / row["ours_s"] / 1e9
+    row["faiss_s"] = min(row["faiss_s"], best_time(lambda index=index: index.search(q, k), args.repeats)[0])
+    row["faiss_gflops"] = flops / row["faiss_s"] / 1e9
+    row["default_s"] = row["ours_s" if row["default_precision"] == "float32" else "ours_bf16_s"]
     del index
     return row
 

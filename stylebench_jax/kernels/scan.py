@@ -23,6 +23,7 @@ from jax.sharding import PartitionSpec as P
 
 from stylebench_jax.kernels.blockwise import block_shortlist, canonical, merge_running, pick_group_size
 from stylebench_jax.kernels.npy_rows import (
+    ALIGN,
     flat_views,
     in_place_ok,
     prefetch,
@@ -38,11 +39,13 @@ from stylebench_jax.parallel.distributed import fetch, put_global_batch
 # float32): 8192 rows 70 GFLOP/s, 16384 80, 32768 101 (the rate of XLA's plain dot on that shape),
 # 65536 100; the [1024, 32768] float32 score tile is 128 MB per device.
 DEFAULT_BLOCK = 32768
-# Blocks per device in one call over rows used in place. Each call allocates its temporaries (the
-# score tile, the block's copy) afresh and pays their page faults (~35 ms per call at the default
-# block, measured at Q = 1000): one block per call ran the 2-core AVX2 CPU at 100 GFLOP/s, eight
-# at 130 (152 with the row statistics taken from the block's copy), a resident pool at 156.
-IN_PLACE_BLOCKS = 8
+# Most blocks per device in one call over rows used in place. Each call's temporaries (the score
+# tile, the block's copy: ~180 MB at the default block and Q = 1000) are mapped afresh by XLA:CPU
+# and fault in page by page (~45,000 minor faults, 25-45 ms, per call; glibc's malloc settings
+# do not reach them), so calls should be few: at N = 10^6 on the 2-core AVX2 CPU, 8 blocks per
+# call took 224,000 faults per search, 32 blocks 79,000 (one call, plus the head and tail). A
+# pool of fewer blocks runs calls as wide as it allows (:func:`plan_spans`).
+IN_PLACE_BLOCKS = 32
 INT_MAX = np.iinfo(np.int32).max
 
 
@@ -123,10 +126,13 @@ def block_group_size(cfg: ScanConfig) -> int:
 
 
 def local_scan(state: ScanState, rows, row_groups, queries, query_ids, query_groups, thresholds, leads,
-               base, stride, n_valid, *, cfg: ScanConfig) -> ScanState:
+               base, stride, n_valid, skip, *, cfg: ScanConfig) -> ScanState:
     """One device: fold ``rows`` (block after block) into its running top list ``state``
     (:class:`ScanState` with a leading axis of 1: this device's slice). ``rows``: ``[1, width]``
-    flat segment with its rows ``leads[0]`` elements in (``cfg.flat_rows``), else ``[rows, D]``."""
+    flat segment with its rows ``leads[0]`` elements in (``cfg.flat_rows``), else ``[rows, D]``;
+    its first row is global row ``base + device * stride``; ``row_groups``: one label per segment
+    row. The first ``skip`` blocks of the segment are left out (rows another call scanned: a
+    shifted call, :class:`Span`); rows at or past ``n_valid`` are padding."""
     keys, idx, bound, bad, sq_range, count, group_count = state
     start = base + lax.axis_index("data") * stride
     group_size = block_group_size(cfg)
@@ -212,8 +218,9 @@ def local_scan(state: ScanState, rows, row_groups, queries, query_ids, query_gro
         keys, idx = merge_running((keys[0], idx[0]), (values, first + pos), cfg.keep)
         return ScanState(keys[None], idx[None], bound, bad, sq_range, count, group_count)
 
-    n_blocks = n_rows // cfg.block
-    return lax.fori_loop(0, n_blocks, body, ScanState(keys, idx, bound, bad, sq_range, count, group_count))
+    # skip > 0 only for flat segments (shifted calls), whose row statistics are taken in the loop
+    return lax.fori_loop(skip, n_rows // cfg.block, body,
+                         ScanState(keys, idx, bound, bad, sq_range, count, group_count))
 
 
 def row_scale(sq: jnp.ndarray) -> jnp.ndarray:
@@ -227,7 +234,7 @@ def scan_step(mesh: Mesh, cfg: ScanConfig):
     state_spec = ScanState(*(P("data"),) * len(ScanState._fields))
     fn = jax.shard_map(
         functools.partial(local_scan, cfg=cfg), mesh=mesh,
-        in_specs=(state_spec, P("data", None), P("data"), P(), P(), P(), P(), P("data"), P(), P(), P()),
+        in_specs=(state_spec, P("data", None), P("data"), P(), P(), P(), P(), P("data"), P(), P(), P(), P()),
         out_specs=state_spec, check_vma=True)
     return jax.jit(fn)
 
@@ -365,7 +372,7 @@ def scan_pool(pool: ShardedPool, queries: np.ndarray, query_ids, query_groups, t
     leads = jax.device_put(np.zeros(mesh.shape["data"], np.int32), vec)
     state = step(_initial_state(mesh, queries.shape[0], cfg.keep), pool.rows, groups,
                  *_query_args(mesh, queries, query_ids, query_groups, thresholds), leads,
-                 _scalar(mesh, 0), _scalar(mesh, pool.per_device), _scalar(mesh, pool.n))
+                 _scalar(mesh, 0), _scalar(mesh, pool.per_device), _scalar(mesh, pool.n), _scalar(mesh, 0))
     return _finish(state)
 
 
@@ -374,38 +381,72 @@ class Span:
     """One device call of a host scan: rows ``[start, stop)``, device ``d`` holding rows
     ``start + d * stride + [0, stride)`` (zero rows past ``stop``) scanned ``block`` at a time;
     ``in_place``: handed over as views of the source array (:func:`npy_rows.flat_views`), else
-    copied (:func:`npy_rows.read_flat`)."""
+    copied (:func:`npy_rows.read_flat`). ``skip > 0`` (in place only): a shifted call, whose
+    segments start ``skip`` blocks before the device's rows (rows an earlier call scanned), so
+    that it runs the same program as the full calls before it and only its loop starts later."""
 
     start: int
     stop: int
     stride: int
     block: int
     in_place: bool
+    skip: int = 0
+
+    @property
+    def segment_rows(self) -> int:
+        """Rows per device segment: ``stride`` plus the skipped blocks."""
+        return self.stride + self.skip * self.block
+
+    def segment_starts(self, n_data: int) -> list[int]:
+        """First row of each device's segment."""
+        return [self.start + d * self.stride - self.skip * self.block for d in range(n_data)]
 
 
 def plan_spans(n: int, n_data: int, block: int, chunk_rows: int, array=None) -> list[Span]:
     """The device calls covering rows ``[0, n)`` in order.
 
-    ``array`` given and usable in place (:func:`npy_rows.in_place_ok`): calls of views (no copy),
-    ``IN_PLACE_BLOCKS`` blocks per device while their segments fit inside the array
-    (:func:`npy_rows.view_fits`), then one slab (``n_data * block`` rows) per call; when the data
-    is not 64-byte aligned the first slab is copied instead (its segment would start before the
-    array). Otherwise copies in chunks of ``chunk_rows`` (rounded to slabs). Whole slabs left
-    over go one per call; the last partial slab gets a block of its own size (:func:`tail_block`),
-    so at most ``n_data * 16 - 1`` padding rows are scanned, and every call shape (one per kind
-    of span) is independent of ``n`` except the last.
+    ``array`` given and usable in place (:func:`npy_rows.in_place_ok`): calls of views (no copy) of
+    ``w = min(IN_PLACE_BLOCKS, whole slabs)`` blocks per device, then the whole slabs left over
+    (fewer than ``w``) in one shifted call of the same shape (:class:`Span` ``skip``), so a pool
+    of any size takes one program and few calls. When the data is not 64-byte aligned the first
+    row's view would start before the array: the first ``h`` rows (1 for D >= 16) go first in a
+    small copied call of their own. A segment that would end past the array (its slack) is not
+    viewed: those slabs are copied one per call. Otherwise (files, other arrays) copies in chunks
+    of ``chunk_rows`` (rounded to slabs). The last partial slab gets a block of its own size
+    (:func:`tail_block`), so at most ``n_data * 16 - 1`` padding rows are scanned.
     """
     slab = n_data * block
     spans, at = [], 0
+
+    def copied(lo: int, hi: int) -> Span:
+        """Rows ``[lo, hi)``, fewer than a slab, in a copied call with a block of their own."""
+        tail = tail_block(hi - lo, n_data, block)
+        return Span(lo, hi, tail, tail, False)
+
     if array is not None and in_place_ok(array):
-        if slab <= n and not view_fits(array, 0, block):
-            spans.append(Span(0, slab, block, block, False))
-            at = slab
-        for stride in (IN_PLACE_BLOCKS * block, block):
-            while at + n_data * stride <= n and all(view_fits(array, at + d * stride, stride)
-                                                    for d in (0, n_data - 1)):
-                spans.append(Span(at, at + n_data * stride, stride, block, True))
-                at += n_data * stride
+        head = next((h for h in range(ALIGN // 4 + 1) if view_fits(array, h, 0)), n)
+        # a segment reaches 16 elements past its rows: leave at least the last row out of the width
+        width = min(IN_PLACE_BLOCKS, max(0, n - head - 1) // slab)
+        if width and head:
+            spans.append(copied(0, head))
+            at = head
+
+        def fits(span: Span) -> bool:
+            return all(view_fits(array, first, span.segment_rows)
+                       for first in span.segment_starts(n_data)[::max(1, n_data - 1)])
+
+        while width and at + width * slab <= n:
+            span = Span(at, at + width * slab, width * block, block, True)
+            if not fits(span):
+                break
+            spans.append(span)
+            at = span.stop
+        for left in range(min((n - at) // slab, width), 0, -1):
+            span = Span(at, at + left * slab, left * block, block, True, width - left)
+            if fits(span):
+                spans.append(span)
+                at = span.stop
+                break
     else:
         chunk = max(1, round(chunk_rows / slab)) * slab
         while at + chunk <= n and chunk > slab:
@@ -415,8 +456,7 @@ def plan_spans(n: int, n_data: int, block: int, chunk_rows: int, array=None) -> 
         spans.append(Span(at, at + slab, block, block, False))
         at += slab
     if at < n:
-        tail = tail_block(n - at, n_data, block)
-        spans.append(Span(at, n, tail, tail, False))
+        spans.append(copied(at, n))
     return spans
 
 
@@ -430,7 +470,6 @@ def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups
     work on the previous call; at most ``prefetch_depth`` copies wait on the host and two calls
     are in flight on the devices. ``progress(rows)`` is called as each call's rows are done.
     """
-    n = source.shape[0]
     n_data = mesh.shape["data"]
     flat_sharding = batch_sharding(mesh, 2)
     vec_sharding = batch_sharding(mesh, 1)
@@ -439,26 +478,28 @@ def scan_stream(source, mesh: Mesh, queries: np.ndarray, query_ids, query_groups
 
     def calls():
         for span in spans:
-            firsts = [span.start + d * span.stride for d in range(n_data)]
+            firsts = span.segment_starts(n_data)
             if span.in_place:
-                views, leads = flat_views(source, firsts, span.stride)
+                views, leads = flat_views(source, firsts, span.segment_rows)
             else:
                 views, leads = read_flat(source, firsts, span.stride, span.stop), zero_leads
-            groups = (None if candidate_groups is None
-                      else pad_rows(candidate_groups[span.start:span.stop], n_data * span.stride))
+            groups = (None if candidate_groups is None else np.concatenate(
+                [pad_rows(candidate_groups[first:min(first + span.segment_rows, span.stop)],
+                          span.segment_rows) for first in firsts]))
             yield span, views, leads, groups
 
     query_args = _query_args(mesh, queries, query_ids, query_groups, thresholds)
-    n_arg = _scalar(mesh, n)
     state = _initial_state(mesh, queries.shape[0], cfg.keep)
     in_flight = []
     for span, views, leads, groups in prefetch(calls(), prefetch_depth):
         rows_dev = _segments_array(views, flat_sharding)
         # groups and leads: the same host array on every process, each transfers its own share
         groups_dev = dummy_groups if groups is None else put_global_batch(groups, mesh)
-        step = scan_step(mesh, dataclasses.replace(cfg, block=span.block, flat_rows=span.stride))
+        step = scan_step(mesh, dataclasses.replace(cfg, block=span.block, flat_rows=span.segment_rows))
+        # rows past the span's stop (a copied call's zero rows) are padding
         state = step(state, rows_dev, groups_dev, *query_args, put_global_batch(leads, mesh),
-                     _scalar(mesh, span.start), _scalar(mesh, span.stride), n_arg)
+                     _scalar(mesh, span.start - span.skip * span.block), _scalar(mesh, span.stride),
+                     _scalar(mesh, span.stop), _scalar(mesh, span.skip))
         in_flight.append((state.bad, span.stop - span.start))
         if len(in_flight) > 2:
             _wait(in_flight.pop(0), progress)

@@ -11,11 +11,14 @@ positional reads with a prefetch thread, see :mod:`npy_rows`), or a :class:`Shar
 on the devices (search many query batches without moving the pool again). A C-contiguous float32
 array is used in place on CPU whatever its alignment: each device call gets, per device, a view
 that starts at the 64-byte boundary at or before its first row (which XLA wraps without a copy)
-and skips the few elements before the row (:func:`npy_rows.flat_views`). Only a slab whose view
-would start before the array (the first one, when the data is not 64-byte aligned) or end past it
-is copied. Any other array, and files, stream in chunks of ``chunk_rows`` copied rows (few chunks
-in flight), so memory stays the pool plus a bounded working set. The last partial slab is scanned
-with a block of its own size (:func:`scan.tail_block`), so padding costs at most ``16 * devices`` rows.
+and skips the few elements before the row (:func:`npy_rows.flat_views`). The calls are few and
+run one program: up to ``scan.IN_PLACE_BLOCKS`` blocks per device each, the rest of the whole
+blocks in one shifted call of the same shape (:func:`scan.plan_spans`); only the first row or
+two (when the data is not 64-byte aligned, their view would start before the array) and the
+last partial slab are copied. Any other array, and files, stream in chunks of ``chunk_rows``
+copied rows (few chunks in flight), so memory stays the pool plus a bounded working set. The
+last partial slab is scanned with a block of its own size (:func:`scan.tail_block`), so padding
+costs at most ``16 * devices`` rows.
 
 Padding rows (N need not divide the device count) and excluded candidates score ``-inf`` and can
 never be returned: a query with fewer than ``k`` admissible candidates gets index ``-1`` and score

@@ -7,10 +7,11 @@ import pytest
 from kernel_helpers import assert_topk_equal, dyadic, meshes, unit_rows
 
 from stylebench_jax.kernels import NonFiniteRowError, shard_pool, topk_cosine
+from stylebench_jax.kernels import scan as scan_module
 from stylebench_jax.kernels import topk as topk_module
 from stylebench_jax.kernels.blockwise import block_shortlist, merge_running, pick_group_size
 from stylebench_jax.kernels.npy_rows import aligned_empty
-from stylebench_jax.kernels.scan import IN_PLACE_BLOCKS, Span, plan_spans
+from stylebench_jax.kernels.scan import Span, plan_spans
 
 
 @pytest.mark.parametrize("n", [1, 5, 8, 9, 37])
@@ -63,26 +64,61 @@ def misaligned(c: np.ndarray, shift_bytes: int) -> np.ndarray:
     return out
 
 
-def test_plan_spans_in_place_copies_and_tail():
-    """Aligned: calls of IN_PLACE_BLOCKS blocks per device in place, then single slabs in place
-    while their segments fit, the tail alone with its own block; misaligned: the first slab is
-    copied (its view would start before the data); files: chunks."""
-    assert IN_PLACE_BLOCKS == 8
+def test_plan_spans_in_place_copies_and_tail(monkeypatch):
+    """Aligned: calls of IN_PLACE_BLOCKS blocks per device in place, the whole slabs left over in
+    one shifted call of the same shape, the tail alone with its own block; misaligned: the first
+    rows (whose view would start before the data) in a small copied call first; files: chunks."""
+    monkeypatch.setattr(scan_module, "IN_PLACE_BLOCKS", 8)
+
+    def plan(n, array, n_data=2, block=8):
+        return [(s.start, s.stop, s.stride, s.block, s.in_place, s.skip)
+                for s in plan_spans(n, n_data, block, 64, array)]
+
     c = np.zeros((301, 8), np.float32)
     aligned, shifted = misaligned(c, 0), misaligned(c, 16)
-    spans = [(s.start, s.stop, s.stride, s.block, s.in_place) for s in plan_spans(301, 2, 8, 64, aligned)]
-    assert spans == [(0, 128, 64, 8, True), (128, 256, 64, 8, True), (256, 272, 8, 8, True),
-                     (272, 288, 8, 8, True), (288, 301, 8, 8, False)]
-    spans = [(s.start, s.stop, s.stride, s.block, s.in_place) for s in plan_spans(301, 2, 8, 64, shifted)]
-    assert spans == [(0, 16, 8, 8, False), (16, 144, 64, 8, True), (144, 272, 64, 8, True),
-                     (272, 288, 8, 8, True), (288, 301, 8, 8, False)]
-    # the last rows' segment would leave the array (its 16 elements of slack): that slab is copied
-    spans = plan_spans(288, 2, 8, 64, misaligned(np.zeros((288, 8), np.float32), 0))
-    assert [(s.start, s.in_place) for s in spans][-2:] == [(256, True), (272, False)]
-    spans = plan_spans(301, 2, 8, 64, None)  # copies: 4-slab chunks, then one slab, then the tail
-    assert [(s.start, s.stride) for s in spans] == [(0, 32), (64, 32), (128, 32), (192, 32), (256, 8),
-                                                    (272, 8), (288, 8)]
+    assert plan(301, aligned) == [(0, 128, 64, 8, True, 0), (128, 256, 64, 8, True, 0),
+                                  (256, 288, 16, 8, True, 6), (288, 301, 8, 8, False, 0)]
+    # D = 8: row 1's 64-byte boundary lies before the data, row 2's inside it
+    assert plan(301, shifted) == [(0, 2, 8, 8, False, 0), (2, 130, 64, 8, True, 0),
+                                  (130, 258, 64, 8, True, 0), (258, 290, 16, 8, True, 6),
+                                  (290, 301, 8, 8, False, 0)]
+    spans = plan_spans(301, 2, 8, 64, shifted)
+    assert [s.segment_starts(2) for s in spans[2:4]] == [[130, 194], [210, 226]]
+    assert [s.segment_rows for s in spans] == [8, 64, 64, 64, 8]
+    # fewer whole slabs than IN_PLACE_BLOCKS: calls as wide as the pool allows; the last slab's
+    # segment would leave the array (its 16 elements of slack), so it is copied
+    assert plan(50, misaligned(np.zeros((50, 8), np.float32), 16)) == [(0, 2, 8, 8, False, 0),
+                                                                     (2, 34, 16, 8, True, 0),
+                                                                     (34, 50, 8, 8, False, 0)]
+    assert plan(288, misaligned(np.zeros((288, 8), np.float32), 0))[-2:] == [(256, 272, 8, 8, True, 7),
+                                                                            (272, 288, 8, 8, False, 0)]
+    # copies: 4-slab chunks, then one slab, then the tail
+    assert [(s[0], s[2]) for s in plan(301, None)] == [(0, 32), (64, 32), (128, 32), (192, 32),
+                                                       (256, 8), (272, 8), (288, 8)]
     assert plan_spans(5, 8, 8, 64, aligned)[0] == Span(0, 5, 8, 8, False)  # smaller than one slab
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_shifted_call_head_and_tail_with_exclusions(mesh, precision, monkeypatch):
+    """A misaligned array of 1,100 rows with 8-row blocks: a copied head call, full in-place calls,
+    a shifted call (segments that start on rows an earlier call scanned, skipped by the loop)
+    and a copied tail, with ids, groups and exact ties: every candidate scanned exactly once
+    (bit-equal to brute force) and group labels aligned with the shifted segments."""
+    monkeypatch.setattr(scan_module, "IN_PLACE_BLOCKS", 8)
+    rng = np.random.default_rng(13)
+    c = misaligned(dyadic(rng, (1100, 8), levels=2), 16)
+    n_data = mesh.shape["data"]
+    spans = plan_spans(1100, n_data, 8, 64, c)
+    assert spans[0] == Span(0, 2, 8, 8, False)  # D = 8: row 2 is the first whose view fits
+    assert any(s.skip for s in spans) and not spans[-1].in_place
+    q = c[:11].copy()
+    cg = rng.integers(0, 30, 1100)
+    excluded = cg[:11, None] == cg[None, :]
+    excluded[np.arange(11), np.arange(11)] = True
+    with jax.transfer_guard("disallow"):
+        result = topk_cosine(q, c, 40, mesh=mesh, block_size=8, exclude_self=True, query_groups=cg[:11],
+                             candidate_groups=cg, precision=precision)
+    assert_topk_equal(result, q, c, 40, excluded)
 
 
 def test_same_answer_for_every_layout(tmp_path):
