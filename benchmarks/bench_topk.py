@@ -317,6 +317,7 @@ def run_regime(c, q, k, args, peaks) -> dict:
                                             chunk_rows=args.chunk_rows), args.repeats)[0]
     row["ours_s"] = min(row["ours_s"], seconds)
     row["ours_gflops"] = flops / row["ours_s"] / 1e9
+    row["ours_fraction_of_peak"] = row["ours_gflops"] / peak_for(peaks, "ours")
     row["faiss_s"] = min(row["faiss_s"], best_time(lambda index=index: index.search(q, k), args.repeats)[0])
     row["faiss_gflops"] = flops / row["faiss_s"] / 1e9
     row["default_s"] = row["ours_s" if row["default_precision"] == "float32" else "ours_bf16_s"]

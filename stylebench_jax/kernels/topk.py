@@ -13,9 +13,9 @@ array is used in place on CPU whatever its alignment: each device call gets, per
 that starts at the 64-byte boundary at or before its first row (which XLA wraps without a copy)
 and skips the few elements before the row (:func:`npy_rows.flat_views`). The calls are few and
 run one program: up to ``scan.IN_PLACE_BLOCKS`` blocks per device each, the rest of the whole
-blocks in one shifted call of the same shape (:func:`scan.plan_spans`); only the first row or
-two (when the data is not 64-byte aligned, their view would start before the array) and the
-last partial slab are copied. Any other array, and files, stream in chunks of ``chunk_rows``
+blocks in one shifted call of the same shape (:func:`scan.plan_spans`); only the first row (a few
+more when D < 16: when the data is not 64-byte aligned, their view would start before the
+array) and the last partial slab are copied. Any other array, and files, stream in chunks of ``chunk_rows``
 copied rows (few chunks in flight), so memory stays the pool plus a bounded working set. The
 last partial slab is scanned with a block of its own size (:func:`scan.tail_block`), so padding
 costs at most ``16 * devices`` rows.
