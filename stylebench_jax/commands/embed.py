@@ -63,7 +63,10 @@ def register(subparsers) -> None:
                         help="text put before every input, e.g. 'query: ' (default: the model's "
                              "sentence-transformers default prompt, else none; part of the cache key)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default=None,
-                        help="parameter and compute dtype of decoders (default: float32)")
+                        help="compute dtype (default: float32); bfloat16 runs the matrix products in "
+                             "bfloat16 with float32 accumulation, norms and softmax (decoders also store "
+                             "their parameters in bfloat16; encoders keep them in float32): faster on "
+                             "GPUs/TPUs, slower on CPUs without native bfloat16")
     parser.add_argument("--device-memory", default=None, metavar="SIZE",
                         help="memory per device for the memory plan, e.g. 80GB (default: the device's own "
                              "limit; on CPU host RAM divided among the CPU devices)")

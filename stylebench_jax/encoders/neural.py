@@ -155,7 +155,7 @@ class FlaxEncoderEmbedder:
     config_class = EncoderConfig
     pooling_modes = POOLING_MODES
     default_pooling = "mean"
-    dtypes: tuple[str, ...] = ("float32",)
+    dtypes: tuple[str, ...] = tuple(DTYPES)
     default_rules = DEFAULT_RULES
     read_files = staticmethod(read_encoder_dir)
     steb_modes = True  # --long-text steb / steb-truncate (STEB's generic encoder loader)
@@ -225,7 +225,8 @@ class FlaxEncoderEmbedder:
         """The Flax module computing ``[B, L]`` ids -> ``[B, D]`` float32 pooled vectors; ``groups``:
         sequences attended per step (``bert.grouped_attention``; 0: the whole batch at once)."""
         return SentenceEncoder(config, pooling=settings.pooling, normalize=settings.normalize,
-                               projection_dim=projection_dim, attention_groups=groups)
+                               dtype=DTYPES[settings.dtype], projection_dim=projection_dim,
+                               attention_groups=groups)
 
     def _check_mesh(self) -> None:
         model = int(self.mesh.shape["model"])

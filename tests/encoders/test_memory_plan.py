@@ -95,7 +95,7 @@ def test_plan_only_needs_no_paths_and_bad_options_name_their_flag(tmp_path, caps
     assert "memory plan for model on mesh data=2,model=2" in out and "per device" in out
     for argv, message in (
             (["--device-memory", "lots"], "--device-memory: expected a size like 16GiB or 80GB, got 'lots'"),
-            (["--dtype", "bfloat16"], "--dtype: expected one of float32 for a BERT-family encoder"),
+            (["--max-length", "0"], "--max-length: expected a positive integer, got 0"),
             (["--batch-size", "0"], "--batch-size: expected a positive integer, got 0")):
         assert main(["embed", "--model", bert, "--plan-only", *argv]) == 2
         err = capsys.readouterr().err
