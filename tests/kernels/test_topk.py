@@ -346,3 +346,41 @@ def test_block_shortlist_merge_matches_stable_argsort(group_size):
         left_out = np.setdiff1d(np.arange(128), short_pos[row])
         assert (s[row, left_out] <= bound[row]).all()
         assert (group_size == 1) == (left_out.size == 0)
+
+
+def _fake_mesh(platform: str):
+    device = type("Device", (), {"platform": platform})()
+    return type("FakeMesh", (), {"devices": np.array([device])})()
+
+
+@pytest.mark.parametrize(("platform", "cpu_bf16", "resident", "expected"), [
+    ("gpu", False, True, "bfloat16"),    # resident on an accelerator: bfloat16 outruns float32
+    ("gpu", False, False, "float32"),    # streamed from the host: transfer-bound, float32 as fast
+    ("tpu", False, False, "float32"),
+    ("cpu", False, True, "float32"),     # AVX2 only: XLA's bfloat16 dot is slower
+    ("cpu", True, False, "bfloat16"),    # AMX / AVX512-BF16: host memory is the devices' memory
+])
+def test_auto_precision_by_platform_and_residency(monkeypatch, platform, cpu_bf16, resident, expected):
+    flags = frozenset({"amx_bf16"} if cpu_bf16 else {"avx2"})
+    monkeypatch.setattr(topk_module, "_cpu_flags", lambda: flags)
+    mesh = _fake_mesh(platform)
+    assert topk_module.resolve_precision("auto", mesh, resident=resident) == expected
+    assert topk_module.resolve_precision("float32", mesh, resident=resident) == "float32"
+    assert topk_module.resolve_precision("bfloat16", mesh, resident=resident) == "bfloat16"
+
+
+def test_search_tells_auto_whether_the_pool_is_resident(monkeypatch):
+    seen = []
+    real = topk_module.resolve_precision
+
+    def spy(precision, mesh, *, resident=True):
+        seen.append(resident)
+        return real(precision, mesh, resident=resident)
+
+    monkeypatch.setattr(topk_module, "resolve_precision", spy)
+    rng = np.random.default_rng(0)
+    pool, queries = unit_rows(rng, (300, 16)), unit_rows(rng, (5, 16))
+    topk_cosine(queries, pool, 3, precision="auto")
+    topk_cosine(queries, shard_pool(pool), 3, precision="auto")
+    topk_cosine(queries, jnp.asarray(pool), 3, precision="auto")
+    assert seen == [False, True, True]
