@@ -2,6 +2,10 @@
 
     python benchmarks/bench_encoder.py --json benchmarks/results/encoder.json
 
+On a GPU (JAX with CUDA) the same command runs both sides on the card: ours through JAX's GPU
+backend, PyTorch on ``cuda`` (``--dtype bfloat16`` for both in bfloat16; ``--matmul-precision
+default`` lets both use TF32 for float32 products, ``highest``, the default, keeps true float32).
+
 Regimes (sentences/second, higher is better):
   (a) fixed batch of 64 x 128 tokens (pure forward; both sides get the same token ids);
   (b) 2,000 real texts from ../shared/data at their natural lengths (1,000 CDS sentences, 500 PASTEL
@@ -65,6 +69,18 @@ def real_texts(data_root: Path, n: int, seed: int) -> list[str]:
     return [texts[i] for i in rng.permutation(len(texts))]
 
 
+def bench_texts(args, n: int) -> list[str]:
+    """The first ``n`` texts of ``--texts`` (JSONL, a ``text`` field per line), else
+    :func:`real_texts` from ``--data-root``."""
+    if args.texts is None:
+        return real_texts(args.data_root, n, args.seed)
+    with open(args.texts, encoding="utf-8") as handle:
+        texts = [json.loads(line)["text"] for line in handle if line.strip()]
+    if len(texts) < n:
+        raise SystemExit(f"{args.texts}: {len(texts)} texts, fewer than the {n} asked for")
+    return texts[:n]
+
+
 def best_of(fn, repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -86,7 +102,7 @@ def interleaved(runs: dict, repeats: int) -> dict[str, list[float]]:
     return times
 
 
-def setup_ours(texts, fixed_ids, batch_size):
+def setup_ours(texts, fixed_ids, batch_size, dtype="float32"):
     """Our embedder, warmed (compiles timed): ``(runs, info, vectors, fixed_out)``."""
     import jax
 
@@ -95,7 +111,7 @@ def setup_ours(texts, fixed_ids, batch_size):
 
     mesh = make_mesh("data=1,model=1", devices=jax.devices()[:1])
     model = resolve_embedder("minilm", long_text="truncate", mesh=mesh, progress=False,
-                             batch_size=batch_size)
+                             batch_size=batch_size, dtype=dtype)
     mask = np.ones_like(fixed_ids)
     start = time.perf_counter()
     fixed_out = np.asarray(model._forward(model.params, fixed_ids, mask))
@@ -110,30 +126,62 @@ def setup_ours(texts, fixed_ids, batch_size):
     return runs, info, vectors, fixed_out, model
 
 
-def setup_torch(texts, fixed_ids, batch_size, threads):
-    """The PyTorch reference (transformers ``BertModel``, sentence-transformers' recipe), warmed."""
+def torch_device() -> str:
+    """Where the PyTorch peers run: ``"cuda"`` when JAX runs on a GPU and torch sees one (the same
+    card for both sides), else ``"cpu"``."""
+    import jax
+    import torch
+
+    return "cuda" if jax.default_backend() == "gpu" and torch.cuda.is_available() else "cpu"
+
+
+def accelerator() -> str | None:
+    """The accelerator both sides run on (``None`` on CPU), for the JSON and the table's header."""
+    import jax
+
+    device = jax.devices()[0]
+    return None if device.platform == "cpu" else f"{device.platform}: {device.device_kind}"
+
+
+def set_matmul_precision(precision: str) -> None:
+    """Float32 matrix products of both sides: ``highest`` = true float32 (JAX ``highest``, torch's
+    TF32 off: its default), ``default`` = each library's fast default (JAX's ``default`` precision
+    and torch with TF32 allowed: TF32 tensor cores on NVIDIA GPUs). Nothing changes on CPUs."""
+    import jax
+    import torch
+
+    jax.config.update("jax_default_matmul_precision", "highest" if precision == "highest" else None)
+    torch.backends.cuda.matmul.allow_tf32 = precision == "default"
+
+
+def setup_torch(texts, fixed_ids, batch_size, threads, dtype="float32"):
+    """The PyTorch reference (transformers ``BertModel``, sentence-transformers' recipe), warmed; on
+    the GPU when JAX runs on one (:func:`torch_device`); ``dtype`` bfloat16: the model cast to
+    bfloat16 (``model.to(torch.bfloat16)``, as sentence-transformers' ``model.bfloat16()``)."""
     import torch
     from transformers import AutoTokenizer, BertModel
 
     from stylebench_jax.encoders.registry import minilm_dir
 
     torch.set_num_threads(threads)
+    device = torch_device()
     model = BertModel.from_pretrained(str(minilm_dir()), local_files_only=True).eval()
+    model = model.to(device=device, dtype=getattr(torch, dtype))
     tokenizer = AutoTokenizer.from_pretrained(str(minilm_dir()), local_files_only=True)
 
-    def pool(hidden, mask):
-        mask = mask.unsqueeze(-1).to(hidden.dtype)
-        vectors = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(vectors, dim=-1)
+    def pool(hidden, mask):  # float32 sums, like ours; .cpu() waits for the device
+        mask = mask.unsqueeze(-1).to(torch.float32)
+        vectors = (hidden.float() * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(vectors, dim=-1).cpu().numpy()
 
-    ids = torch.from_numpy(fixed_ids.astype(np.int64))
+    ids = torch.from_numpy(fixed_ids.astype(np.int64)).to(device)
     mask = torch.ones_like(ids)
 
     def fixed_run():
         with torch.inference_mode():
             return pool(model(input_ids=ids, attention_mask=mask).last_hidden_state, mask)
 
-    fixed_out = fixed_run().numpy()
+    fixed_out = fixed_run()
 
     def natural_run():
         order = np.argsort([-len(t) for t in texts], kind="stable")
@@ -142,17 +190,19 @@ def setup_torch(texts, fixed_ids, batch_size, threads):
             for start in range(0, len(texts), batch_size):
                 rows = order[start:start + batch_size]
                 batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True,
-                                  max_length=256, return_tensors="pt")
+                                  max_length=256, return_tensors="pt").to(device)
                 hidden = model(**batch).last_hidden_state
-                out[rows] = pool(hidden, batch["attention_mask"]).numpy()
+                out[rows] = pool(hidden, batch["attention_mask"])
         return out
 
     start = time.perf_counter()
     vectors = natural_run()
     first_call = time.perf_counter() - start
+    attention = getattr(model.config, "_attn_implementation", None)
     info = {"natural_first_call_s": first_call, "torch": torch.__version__, "threads": threads,
+            "device": device if device == "cpu" else torch.cuda.get_device_name(), "dtype": dtype,
             "attention": "torch.nn.functional.scaled_dot_product_attention (transformers' default sdpa)"
-            if model.config._attn_implementation == "sdpa" else model.config._attn_implementation}
+            if attention == "sdpa" else attention}
     return {"fixed": fixed_run, "natural": natural_run}, info, vectors, fixed_out
 
 
@@ -319,9 +369,18 @@ def main(argv=None) -> int:
     parser.add_argument("--process-repeats", type=int, default=2)
     parser.add_argument("--decoder-texts", type=int, default=256)
     parser.add_argument("--decoder-max-length", type=int, default=128)
+    parser.add_argument("--texts", type=Path, default=None,
+                        help="JSONL file with a 'text' field per line: benchmark these texts instead of "
+                             "sampling --n-texts from --data-root (e.g. the same texts on another machine)")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                        help="compute dtype of both sides in (a) and (b) (ours: stylebench embed --dtype; "
+                             "torch: the model cast to it)")
+    parser.add_argument("--matmul-precision", choices=("highest", "default"), default="highest",
+                        help="float32 matrix products of both sides: highest = true float32; default = "
+                             "each library's fast default (TF32 on NVIDIA GPUs; no change on CPUs)")
     args = parser.parse_args(argv)
     if args.rows == "decoder":
-        texts = real_texts(args.data_root, args.decoder_texts, args.seed)
+        texts = bench_texts(args, args.decoder_texts)
         row = bench_decoder(texts, args)
         print(f"{'regime':<34} {'ours sent/s':>12} {'torch sent/s':>13} {'ratio':>7} {'min cos':>9}")
         name = f"(c) Qwen2-shaped {row['n_params'] / 1e6:.0f}M, {len(texts)} texts"
@@ -332,7 +391,7 @@ def main(argv=None) -> int:
               "programs")
         result = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                               "python": platform.python_version(), "loadavg": os.getloadavg()},
-                  "settings": vars(args) | {"data_root": str(args.data_root), "json": str(args.json)},
+                  "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                   "decoder": row}
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -342,8 +401,9 @@ def main(argv=None) -> int:
     machine = {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                "python": platform.python_version(), "loadavg_before": os.getloadavg()}
     result = {"machine": machine,
-              "settings": vars(args) | {"data_root": str(args.data_root), "json": str(args.json)}}
-    texts = real_texts(args.data_root, args.n_texts, args.seed)
+              "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}
+    machine["accelerator"] = accelerator()
+    texts = bench_texts(args, args.n_texts)
     if args.rows in ("all", "minilm"):
         result.update(bench_minilm(texts, args))
     if args.rows in ("all", "process"):
@@ -371,9 +431,11 @@ def bench_minilm(texts, args) -> dict:
     """Regimes (a) and (b): both sides warmed, then interleaved repeats; best and median reported."""
     fixed_ids = np.random.default_rng(args.seed).integers(1000, 30000, size=(64, 128)).astype(np.int32)
     fixed_ids[:, 0], fixed_ids[:, -1] = 101, 102
-    ours_runs, ours, ours_vectors, ours_fixed, model = setup_ours(texts, fixed_ids, args.batch_size)
+    set_matmul_precision(args.matmul_precision)
+    ours_runs, ours, ours_vectors, ours_fixed, model = setup_ours(texts, fixed_ids, args.batch_size,
+                                                                  args.dtype)
     torch_runs, peer, torch_vectors, torch_fixed = setup_torch(texts, fixed_ids, args.batch_size,
-                                                               args.threads)
+                                                               args.threads, args.dtype)
     times = interleaved({"ours_fixed": ours_runs["fixed"], "torch_fixed": torch_runs["fixed"],
                          "ours_natural": ours_runs["natural"], "torch_natural": torch_runs["natural"]},
                         args.repeats)
@@ -386,6 +448,8 @@ def bench_minilm(texts, args) -> dict:
     cos_fixed = float(np.min((ours_fixed * torch_fixed).sum(1)))
     rows = [("(a) 64 x 128 tokens", 64, "fixed", cos_fixed),
             (f"(b) {len(texts)} real texts", len(texts), "natural", cos_natural)]
+    print(f"MiniLM {args.dtype}, float32 matmuls: {args.matmul_precision}; ours on "
+          f"{accelerator() or 'CPU'}, torch on {peer['device']}")
     print(f"{'regime':<24} {'ours sent/s':>12} {'torch sent/s':>13} {'ratio':>7} {'ratio med':>10} "
           f"{'min cos':>9}")
     out = {"ours": ours, "torch": peer}

@@ -172,7 +172,7 @@ def matmul_peak(dim: int, q: int = 1024, block: int = 32768, blocks: int = 8) ->
         for i in range(blocks):
             np.matmul(a, b[i * block:(i + 1) * block].T, out=buf)
 
-    out = {"numpy_sgemm": flops / best_time(numpy_loop, 3)[0] / 1e9}
+    out = {} if on_gpu() else {"numpy_sgemm": flops / best_time(numpy_loop, 3)[0] / 1e9}
 
     def loop(x, y, **dot_args):
         def body(i, last):
@@ -188,30 +188,81 @@ def matmul_peak(dim: int, q: int = 1024, block: int = 32768, blocks: int = 8) ->
         fn(x, y).block_until_ready()
         out[name] = flops / best_time(lambda fn=fn, x=x, y=y: fn(x, y).block_until_ready(), 3)[0] / 1e9
     out.update(torch_peaks(a, b, block, blocks, flops))
+    f32 = [out[key] for key in ("numpy_sgemm", "xla_f32") if key in out]
+    bf16 = [out["xla_bf16"]]
+    if on_gpu():  # the card's own peak: the better of JAX's and PyTorch's (cuBLAS) products
+        f32 += [out[key] for key in ("torch_f32",) if key in out]
+        bf16 += [out[key] for key in ("torch_bf16",) if key in out]
+    out.update(f32_peak=max(f32), bf16_peak=max(bf16))
     return out
+
+
+PEER_DEVICE = "cuda"  # the PyTorch peer's device on GPU runs
+
+
+def on_gpu() -> bool:
+    return jax.default_backend() == "gpu"
+
+
+def torch_cuda():
+    """``torch`` when this run is on a GPU and torch sees it (the PyTorch peer's card), else ``None``."""
+    if not on_gpu():
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
 
 
 def torch_peaks(a: np.ndarray, b: np.ndarray, block: int, blocks: int, flops: int) -> dict:
     """PyTorch's float32 and bfloat16 matmul on the same blocks (``torch.matmul(..., out=)`` into
     one reused buffer, operands cast beforehand), when torch is installed: its bfloat16 path is
     oneDNN's, which uses AMX / AVX512-BF16 where the CPU has them, so ``torch_bf16`` shows what
-    the hardware gives bfloat16 next to XLA's ``xla_bf16``. Empty without torch."""
+    the hardware gives bfloat16 next to XLA's ``xla_bf16``. On a GPU run the operands live on the
+    card (cuBLAS; float32 without TF32, torch's default) and each timing waits for it. Empty
+    without torch."""
     try:
         import torch
     except ImportError:
         return {}
+    device = PEER_DEVICE if torch_cuda() is not None else "cpu"
     out = {}
     for name, dtype in (("torch_f32", torch.float32), ("torch_bf16", torch.bfloat16)):
-        x, y = torch.from_numpy(a).to(dtype), torch.from_numpy(b).to(dtype)
-        buf = torch.empty((a.shape[0], block), dtype=dtype)
+        x, y = (torch.from_numpy(v).to(device=device, dtype=dtype) for v in (a, b))
+        buf = torch.empty((a.shape[0], block), dtype=dtype, device=device)
 
         def loop(x=x, y=y, buf=buf):
             for i in range(blocks):
                 torch.matmul(x, y[i * block:(i + 1) * block].T, out=buf)
+            if device == "cuda":
+                torch.cuda.synchronize()
 
         loop()
         out[name] = flops / best_time(loop, 3)[0] / 1e9
     return out
+
+
+def torch_topk(torch, q: np.ndarray, pool, k: int, chunk: int = 65536, dtype=None) -> np.ndarray:
+    """The PyTorch peer on the GPU: ``[Q, chunk]`` score blocks (``q @ block.T``, cuBLAS) and
+    ``torch.topk`` per block, merged into a running ``[Q, k]`` list by one more ``topk``; ``pool``
+    a host array (copied to the card whole first, as a user moves a pool there once per search)
+    or a CUDA tensor (resident). ``dtype`` bfloat16: operands cast to it (not exact: no
+    certificate, unlike ours). Ties by lower index are not guaranteed (``torch.topk`` order)."""
+    device = PEER_DEVICE
+    c = pool if torch.is_tensor(pool) else torch.from_numpy(pool).to(device)
+    x = torch.from_numpy(q).to(device)
+    if dtype is not None:
+        x, c = x.to(dtype), c.to(dtype)
+    best_v = torch.full((q.shape[0], 0), -torch.inf, device=device)
+    best_i = torch.zeros((q.shape[0], 0), dtype=torch.int64, device=device)
+    for start in range(0, c.shape[0], chunk):
+        s = (x @ c[start:start + chunk].T).float()
+        v, i = torch.topk(s, min(k, s.shape[1]), dim=1)
+        v, i = torch.cat([best_v, v], 1), torch.cat([best_i, i + start], 1)
+        best_v, pos = torch.topk(v, min(k, v.shape[1]), dim=1)
+        best_i = torch.gather(i, 1, pos)
+    return best_i.cpu().numpy()
 
 
 def numpy_topk(q: np.ndarray, c: np.ndarray, k: int, q_chunk: int = 1024, c_chunk: int = 65536) -> np.ndarray:
@@ -258,8 +309,8 @@ def recall(found: np.ndarray, exact: np.ndarray) -> float:
 
 
 def peak_for(peaks: dict, key: str) -> float:
-    """This CPU's measured matmul peak for the precision method ``key`` computes in."""
-    return peaks["xla_bf16"] if key.endswith("bf16") else max(peaks["numpy_sgemm"], peaks["xla_f32"])
+    """This machine's measured matmul peak for the precision method ``key`` computes in."""
+    return peaks["bf16_peak"] if "bf16" in key else peaks["f32_peak"]
 
 
 def run_regime(c, q, k, args, peaks) -> dict:
@@ -269,11 +320,14 @@ def run_regime(c, q, k, args, peaks) -> dict:
     start = time.perf_counter()
     exact = float64_topk(q, c, k)
     row["reference_float64_s"] = time.perf_counter() - start
-    numpy_topk(q[:8], c[:65536], k)  # warm BLAS threads
-    with PeakRss() as rss:
-        numpy_s, found = best_time(lambda: numpy_topk(q, c, k), args.repeats)
-    row.update(numpy_s=numpy_s, numpy_recall_vs_exact=recall(found, exact), numpy_peak_rss_mb=rss.peak_mb,
-               numpy_working_set_mb=rss.working_mb)
+    if on_gpu():  # NumPy is a CPU peer; on a GPU run the peer is PyTorch on the same card
+        row["numpy_s"] = None
+    else:
+        numpy_topk(q[:8], c[:65536], k)  # warm BLAS threads
+        with PeakRss() as rss:
+            numpy_s, found = best_time(lambda: numpy_topk(q, c, k), args.repeats)
+        row.update(numpy_s=numpy_s, numpy_recall_vs_exact=recall(found, exact),
+                   numpy_peak_rss_mb=rss.peak_mb, numpy_working_set_mb=rss.working_mb)
     methods = [("float32", "ours"), ("bfloat16", "ours_bf16")]
     for precision, key in methods:
         def search(precision=precision):
@@ -296,6 +350,9 @@ def run_regime(c, q, k, args, peaks) -> dict:
     row["default_precision"] = topk_cosine(q[:8], c[:4096], k, precision="auto").precision
     row["recall_vs_exact"] = row["ours_recall_vs_exact"]
     row["peak_rss_mb"] = row["ours_peak_rss_mb"]
+    torch = torch_cuda()
+    if torch is not None:
+        gpu_rows(row, torch, q, c, k, args, peaks, exact)
     try:
         import faiss
     except ImportError:
@@ -323,6 +380,42 @@ def run_regime(c, q, k, args, peaks) -> dict:
     row["default_s"] = row["ours_s" if row["default_precision"] == "float32" else "ours_bf16_s"]
     del index
     return row
+
+
+def gpu_rows(row: dict, torch, q, c, k, args, peaks, exact) -> None:
+    """GPU runs: the pool resident on the card for ours (``shard_pool`` once, upload timed apart)
+    in float32 and certified bfloat16, and the PyTorch peer (:func:`torch_topk`) from the host
+    array and resident, float32 and bfloat16 (uncertified), timed in two interleaved rounds like
+    ours; every method warmed once. Keys ``<method>_s``, ``_recall_vs_exact``, ``_gflops``."""
+    from stylebench_jax.kernels import shard_pool
+
+    flops = 2.0 * q.shape[0] * c.shape[0] * c.shape[1]
+    start = time.perf_counter()
+    pool = shard_pool(c, block_size=args.block_size)
+    jax.block_until_ready(pool.rows)
+    row["ours_upload_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    resident = torch.from_numpy(c).to(PEER_DEVICE)
+    if PEER_DEVICE == "cuda":
+        torch.cuda.synchronize()
+    row["torch_upload_s"] = time.perf_counter() - start
+    runs = {
+        "ours_resident": lambda: topk_cosine(q, pool, k, precision="float32").indices,
+        "ours_bf16_resident": lambda: topk_cosine(q, pool, k, precision="bfloat16").indices,
+        "torch": lambda: torch_topk(torch, q, c, k),
+        "torch_resident": lambda: torch_topk(torch, q, resident, k),
+        "torch_bf16_resident": lambda: torch_topk(torch, q, resident, k, dtype=torch.bfloat16),
+    }
+    found = {name: fn() for name, fn in runs.items()}  # warm (compiles, cuBLAS handles)
+    times = {name: [] for name in runs}
+    for _ in range(2):
+        for name, fn in runs.items():
+            times[name].append(best_time(fn, args.repeats)[0])
+    for name in runs:
+        seconds = min(times[name])
+        row.update({f"{name}_s": seconds, f"{name}_recall_vs_exact": recall(found[name], exact),
+                    f"{name}_gflops": flops / seconds / 1e9,
+                    f"{name}_fraction_of_peak": flops / seconds / 1e9 / peak_for(peaks, name)})
 
 
 def write_pool(path: Path, n: int, dim: int, seed: int) -> None:
@@ -387,13 +480,16 @@ def child(part: str, argv: list[str]) -> dict:
 
 def print_table(results: dict) -> None:
     peaks = results["peak_gflops"]
-    print("\nmatmul peak on this CPU (GFLOP/s): " + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()))
+    where = results["machine"].get("accelerator") or "this CPU"
+    print(f"\nmatmul peak on {where} (GFLOP/s): " + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()))
     print(f"load average at start: {results['loadavg']}, at end: {results.get('loadavg_end')}")
     head = (f"{'N':>9} {'Q':>5} {'D':>4} {'k':>3} | {'method':<10} {'seconds':>8} {'GFLOP/s':>8} "
             f"{'%peak':>6} {'recall':>7} {'peak RSS MB':>11} {'working MB':>10}")
     print(head)
     print("-" * len(head))
-    methods = (("ours", "ours f32"), ("ours_bf16", "ours bf16"), ("numpy", "numpy"), ("faiss", "faiss"))
+    methods = (("ours", "ours f32"), ("ours_bf16", "ours bf16"), ("numpy", "numpy"), ("faiss", "faiss"),
+               ("ours_resident", "ours f32 r"), ("ours_bf16_resident", "ours bf16 r"), ("torch", "torch f32"),
+               ("torch_resident", "torch f32 r"), ("torch_bf16_resident", "torch bf16 r"))
     for row in results["regimes"]:
         flops = 2.0 * row["q"] * row["n"] * row["dim"]
         for key, name in methods:
@@ -410,6 +506,13 @@ def print_table(results: dict) -> None:
               f"bf16 {row['ours_bf16_compile_s']:.2f} s; "
               f"bf16 queries grown {row['ours_bf16_grown_queries']}, "
               f"re-searched in f32 {row['ours_bf16_recomputed_queries']}")
+        if row.get("torch_s"):
+            print(f"{'':>26} ours/torch time (GPU; r = pool resident on the card, uploads apart: ours "
+                  f"{row['ours_upload_s']:.3f} s, torch {row['torch_upload_s']:.3f} s): from host f32 "
+                  f"{row['ours_s'] / row['torch_s']:.2f}, default ({row['default_precision']}) "
+                  f"{row['default_s'] / row['torch_s']:.2f}; resident f32 "
+                  f"{row['ours_resident_s'] / row['torch_resident_s']:.2f}, ours bf16 (certified) / "
+                  f"torch bf16 (not exact) {row['ours_bf16_resident_s'] / row['torch_bf16_resident_s']:.2f}")
         if row.get("faiss_s"):
             print(f"{'':>26} ours/faiss time: f32 {row['ours_s'] / row['faiss_s']:.2f}, "
                   f"bf16 {row['ours_bf16_s'] / row['faiss_s']:.2f}, default ({row['default_precision']}) "
@@ -469,7 +572,8 @@ def main() -> int:
         return 0
 
     results = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                           "jax": jax.__version__, "devices": str(jax.devices())},
+                           "jax": jax.__version__, "devices": str(jax.devices()),
+                           "accelerator": jax.devices()[0].device_kind if on_gpu() else None},
                "loadavg": os.getloadavg(), "args": {k: str(v) for k, v in vars(args).items()}}
     results["peak_gflops"] = matmul_peak(args.dim)
     rng = np.random.default_rng(args.seed)

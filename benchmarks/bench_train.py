@@ -15,6 +15,9 @@ dropout 0.1, float32, in one run on the same CPU:
   ``CachedMultipleNegativesRankingLoss`` (mini-batch ``--chunk``), a plain PyTorch loop
   (``loss(features, None).backward(); optimizer.step()``), torch threads = os CPUs.
 
+On a GPU (JAX with CUDA) both sides train on the card (the peer on ``cuda``); run with
+``--devices 1 --skip-memory`` there (the fake-device and capacity parts are CPU measurements).
+
 Throughput: examples (texts) per second over ``--steps`` steps after ``--warmup`` steps (compile
 time reported apart). Capacity: the largest global batch (pairs) whose step fits in ``--memory-gib``:
 ours from XLA's compiled memory analysis (arguments + outputs + temporaries, nothing allocated) at
@@ -147,15 +150,31 @@ def ours_memory(batch: int, length: int, chunk: int | None) -> int:
 
 # ------------------------------------------------------------------------------------------ peer
 
+def peer_device() -> str:
+    """``"cuda"`` when JAX runs on a GPU and torch sees one (both sides on the same card), else ``"cpu"``."""
+    import jax
+    import torch
+
+    return "cuda" if jax.default_backend() == "gpu" and torch.cuda.is_available() else "cpu"
+
+
+def accelerator() -> str:
+    import jax
+
+    device = jax.devices()[0]
+    return "CPU" if device.platform == "cpu" else f"{device.platform}: {device.device_kind}"
+
+
 def peer_setup(loss_name: str, chunk: int, length: int):
     import torch
-    from sentence_transformers import SentenceTransformer, losses
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer import losses  # 6.x deprecates the top-level alias
 
     from stylebench_jax.encoders.registry import minilm_dir
 
     torch.manual_seed(0)
     torch.set_num_threads(os.cpu_count() or 1)
-    model = SentenceTransformer(str(minilm_dir()), device="cpu")
+    model = SentenceTransformer(str(minilm_dir()), device=peer_device())
     model.max_seq_length = length
     model.train()
     if loss_name == "mnrl":
@@ -165,12 +184,13 @@ def peer_setup(loss_name: str, chunk: int, length: int):
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01)
 
     def step(first, second):
-        features = [model.tokenize(list(first)), model.tokenize(list(second))]
+        features = [{key: value.to(model.device) if hasattr(value, "to") else value  # s-t 6 adds non-tensors
+                     for key, value in model.tokenize(list(texts)).items()} for texts in (first, second)]
         optimizer.zero_grad()
         value = loss(features, None)
         value.backward()
         optimizer.step()
-        return float(value)
+        return value.item()
 
     return step
 
@@ -264,7 +284,8 @@ def main() -> int:
                          "gradient_caching": loss_name == "cached_mnrl", **result})
     peer = {r["gradient_caching"]: r["examples_per_s"] for r in rows if r["system"].startswith("sentence")}
     print(f"\nTrain step, MiniLM, {args.batch} pairs x {args.length} tokens, {source}; "
-          f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()}")
+          f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()}; "
+          f"ours on {accelerator()}, peer on {peer_device() if not args.skip_peer else '-'}")
     print(f"{'system':<36} {'dev':>3} {'cache':>5} {'ex/s':>8} {'step s':>8} {'first s':>8} {'vs peer':>8}")
     for r in rows:
         ratio = r["examples_per_s"] / peer[r["gradient_caching"]] if peer else float("nan")
@@ -293,6 +314,7 @@ def main() -> int:
             print(f"  {name:<20} {str(entry['largest_batch']):>8}  ({entry['method']})")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     record = {"rows": rows, "memory": memory, "args": vars(args) | {"json": str(args.json)}, "source": source,
+              "accelerator": accelerator(),
               "load": os.getloadavg(), "ru_maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
     args.json.write_text(json.dumps(record, indent=1, default=str) + "\n")
     print(f"\nwrote {args.json}")

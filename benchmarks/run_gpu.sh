@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The accelerator rows of the README in one go, on one GPU (JAX with CUDA, PyTorch with CUDA):
+#
+#   bash benchmarks/run_gpu.sh OUT_DIR [TEXTS_JSONL] [STYLE_TEXTS]
+#
+# - bench_encoder (ours vs PyTorch on the card): float32 (true float32 products), float32 with each
+#   library's fast default (TF32), bfloat16; TEXTS_JSONL: the texts to embed (default: 2,000 sampled
+#   from $STYLEBENCH_DATA, like the CPU rows);
+# - bench_topk (ours vs a PyTorch matmul + topk on the card), N = 10^6, Q = 1,000: Gaussian, clustered,
+#   and real MiniLM embeddings of STYLE_TEXTS (one text per line, embedded here by `stylebench embed`,
+#   whose wall time is logged) tiled to 10^6;
+# - bench_train (our step vs sentence-transformers MNRL / CachedMNRL on the card), 64 pairs x 128 tokens.
+# Each part has its own time limit and log; a part that fails does not stop the others. JSON and logs
+# land in OUT_DIR (and, with PACK=FILE.tar.gz, are packed there after every part). JAX takes at most 45%
+# of the card's memory so PyTorch has room in the same process. DEADLINE_S bounds the whole run.
+set -u
+out=${1:?usage: run_gpu.sh OUT_DIR [TEXTS_JSONL] [STYLE_TEXTS]}
+texts=${2:-}
+style=${3:-}
+deadline=${DEADLINE_S:-1800}  # parts that would start with less than 30 s left are skipped
+n_texts=${N_TEXTS:-2000} topk_n=${TOPK_N:-1000000} train_steps=${TRAIN_STEPS:-10}
+train_batch=${TRAIN_BATCH:-64}  # smaller values of these four: a dry run
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 XLA_CLIENT_MEM_FRACTION=0.45
+py=${PYTHON:-python3}
+
+part() {  # part NAME LIMIT_S COMMAND...: run, log to OUT_DIR/NAME.log, report status and seconds
+    local name=$1 limit=$2 start=$SECONDS left=$((deadline - SECONDS))
+    shift 2
+    if [ "$left" -lt 30 ]; then echo "== $name: skipped ($left s left)"; return; fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    timeout "$limit" "$@" > "$out/$name.log" 2>&1
+    local rc=$?
+    echo "== $name: exit $rc, $((SECONDS - start)) s"
+    grep -v -i -e warning "$out/$name.log" | tail -n "${TAIL_LINES:-12}"
+    if [ -n "${PACK:-}" ]; then tar czf "$PACK.tmp" -C "$out" . && mv "$PACK.tmp" "$PACK"; fi
+}
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+$py -c "import jax, flax, optax, torch, transformers, sentence_transformers as st; print('jax', jax.__version__, \
+jax.devices(), 'flax', flax.__version__, 'optax', optax.__version__, 'torch', torch.__version__, 'transformers', \
+transformers.__version__, 'sentence-transformers', st.__version__)"
+
+text_args=()
+[ -n "$texts" ] && text_args=(--texts "$texts")
+encoder() {  # encoder DTYPE MATMUL_PRECISION
+    part "encoder_$1_$2" 120 $py benchmarks/bench_encoder.py "${text_args[@]}" --n-texts "$n_texts" \
+        --dtype "$1" --matmul-precision "$2" --repeats 5 --json "$out/encoder_$1_$2.json"
+}
+topk() {  # topk NAME [bench_topk args]
+    local name=$1
+    shift
+    part "topk_$name" 120 $py benchmarks/bench_topk.py --n "$topk_n" --q 1000 --repeats 3 "$@" \
+        --json "$out/topk_$name.json"
+}
+
+# most wanted first: a part cut by the deadline loses the least
+encoder float32 highest
+encoder bfloat16 highest
+topk gaussian
+part train 150 $py benchmarks/bench_train.py --batch "$train_batch" --length 128 --devices 1 --skip-memory \
+    --steps "$train_steps" --warmup 3 --json "$out/train.json"
+if [ -n "$style" ]; then
+    part embed_style 90 $py -m stylebench_jax.cli embed --model minilm --input "$style" \
+        --output /tmp/style_minilm.npy --long-text truncate --cache-dir /tmp/sb_cache --quiet
+    [ -f /tmp/style_minilm.npy ] && topk real --real /tmp/style_minilm.npy
+fi
+topk clustered --clusters 200
+encoder float32 default
