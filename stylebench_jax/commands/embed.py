@@ -147,6 +147,6 @@ def _memory_plan(args: argparse.Namespace, mesh, device_memory: int | None):
 def _refusal(plan) -> str:
     """The plan's refusal with the flags that would make it fit."""
     remedies = "a larger model axis in --mesh, a smaller --batch-size or --max-length"
-    if plan.family == "decoder" and plan.dtype == "float32":
+    if plan.dtype == "float32":  # decoders: half the parameters and activations; encoders: activations
         remedies += ", or --dtype bfloat16"
     return f"{plan.refusal()}; use {remedies}"

@@ -6,7 +6,8 @@ mesh axes, so the same module runs replicated, data-parallel or tensor-parallel 
 over ``model``, Megatron-style) without code changes.
 
 Shapes: ``input_ids``/``attention_mask``/``token_type_ids`` are ``[B, L]`` int32; the encoder returns
-hidden states ``[B, L, H]`` float32. Post-LayerNorm blocks as in BERT/RoBERTa.
+hidden states ``[B, L, H]`` in the compute ``dtype`` (float32, or bfloat16 with LayerNorm statistics and
+the attention softmax in float32). Post-LayerNorm blocks as in BERT/RoBERTa.
 
 Training (``deterministic=False``, a ``dropout`` rng) applies hidden dropout where BERT does: after
 the embedding LayerNorm's input sum, after the attention output projection and after the MLP

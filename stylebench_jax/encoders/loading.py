@@ -62,7 +62,8 @@ from stylebench_jax.fileio import read_json_file
 from stylebench_jax.parallel import DEFAULT_RULES, fitted_shardings, logical_shardings
 
 SAMPLE_LENGTH = 8  # sequence length of the dummy input that traces ``init`` (parameters do not depend on it)
-DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}  # parameter (and compute) dtypes by name
+# compute dtypes by name (decoders store their parameters in it too)
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 # sentence-transformers' Pooling keys -> our pooling names ("pooling_mode_attention" is ours, encoders.export)
 ST_POOLING = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean",
               "pooling_mode_lasttoken": "last", "pooling_mode_attention": "attention"}

@@ -147,8 +147,10 @@ class FlaxEncoderEmbedder:
 
     ``mesh``: the run's device mesh (``None``: every device on ``data``); for BERT-family models
     ``model`` must divide the attention heads and MLP width. ``prompt``: text put before every input
-    (``None``: the model's sentence-transformers default prompt, else none). Options with a bad value
-    raise ``InvalidOption`` naming the option.
+    (``None``: the model's sentence-transformers default prompt, else none). ``dtype``: ``float32``
+    (default) or ``bfloat16``: matrix products in bfloat16 with float32 accumulation, LayerNorm
+    statistics, softmax and pooling sums in float32, parameters kept in float32 (part of the cache key).
+    Options with a bad value raise ``InvalidOption`` naming the option.
     """
 
     family = "BERT-family encoder"
@@ -356,8 +358,8 @@ class FlaxDecoderEmbedder(FlaxEncoderEmbedder):
 
     Same pipeline, cache and mesh as the BERT family; what differs:
 
-    - the module is ``pooling.DecoderSentenceEncoder`` (``encoders.decoder``), float32 or bfloat16
-      (``dtype``: parameters and compute; norms, softmax and pooling sums in float32);
+    - the module is ``pooling.DecoderSentenceEncoder`` (``encoders.decoder``); ``dtype`` bfloat16 also
+      stores the parameters in bfloat16 (an encoder keeps float32 parameters);
     - pooling is ``last`` (the last non-padding token's hidden state, STEB §4.2 for causal LMs) or
       ``mean`` (AuthBench §4's default for LLM backbones): the option, else sentence-transformers'
       Pooling config (``pooling_mode_lasttoken`` / ``pooling_mode_mean_tokens``), else ``last``;

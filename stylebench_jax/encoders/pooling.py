@@ -99,8 +99,8 @@ class SentenceEncoder(nn.Module):
 
     def __call__(self, input_ids, attention_mask, token_type_ids=None, deterministic: bool = True):
         hidden = self.encoder(input_ids, attention_mask, token_type_ids, deterministic)
-        if self.pooling == "mean":
-            pooled = mean_pool(hidden, attention_mask)
+        if self.pooling == "mean":  # float32 sums under bfloat16 compute (a no-op cast in float32)
+            pooled = mean_pool(hidden.astype(jnp.float32), attention_mask)
         elif self.pooling == "cls":
             pooled = hidden[:, 0]
         else:

@@ -40,7 +40,7 @@ def resolve_embedder(name: str, **options) -> Embedder | PairSimilarity:
     ``options`` go to the neural embedder (``max_length``, ``pooling``, ``normalize``, ``long_text``,
     ``batch_size``, ``mesh``, ``progress``, ``dtype``, ``prompt``; ``None`` values mean the model's
     default) or to the baseline factory (e.g. ``data_root``); options that do not apply to the chosen
-    kind are ignored. A value the chosen model cannot use (``dtype="bfloat16"`` for a BERT-family
+    kind are ignored. A value the chosen model cannot use (``pooling="last"`` for a BERT-family
     model, ``pooling="cls"`` for a decoder) raises ``InvalidOption`` naming the option.
     """
     name = name.strip()

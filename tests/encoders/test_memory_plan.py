@@ -55,6 +55,18 @@ def test_cli_prints_plan_and_exits_2_when_too_big(llama8b):
     assert refused.stderr.count("\n") == 1 and "needs 14.10 GiB per device" in refused.stderr
 
 
+def test_bert_bfloat16_plan_keeps_float32_parameters_and_shrinks_activations():
+    from tests.helpers.fixtures import model_dir
+
+    mesh = make_mesh("data=1,model=1")
+    f32 = plan_memory(model_dir("bert"), mesh, batch_size=8, dtype="float32")
+    bf16 = plan_memory(model_dir("bert"), mesh, batch_size=8, dtype="bfloat16")
+    assert bf16.param_bytes_total == f32.param_bytes_total == 4 * f32.n_params  # encoders keep float32
+    # hidden states halve; the attention scores stay float32
+    f32_bytes = f32.activation_bytes_per_device
+    assert f32_bytes / 2 < bf16.activation_bytes_per_device < f32_bytes
+
+
 def test_parse_bytes():
     assert parse_bytes("16GiB") == 16 * 2**30 and parse_bytes("80GB") == 80 * 10**9
     assert parse_bytes("1.5 TiB") == int(1.5 * 2**40) and parse_bytes("123") == 123
