@@ -2,9 +2,10 @@
 
     python benchmarks/bench_encoder.py --json benchmarks/results/encoder.json
 
-On a GPU (JAX with CUDA) the same command runs both sides on the card: ours through JAX's GPU
+On a GPU (JAX with CUDA) regimes (a) and (b) run both sides on the card: ours through JAX's GPU
 backend, PyTorch on ``cuda`` (``--dtype bfloat16`` for both in bfloat16; ``--matmul-precision
 default`` lets both use TF32 for float32 products, ``highest``, the default, keeps true float32).
+The decoder row's PyTorch side and regime (d)'s sentence-transformers process stay on the CPU.
 
 Regimes (sentences/second, higher is better):
   (a) fixed batch of 64 x 128 tokens (pure forward; both sides get the same token ids);
@@ -148,9 +149,12 @@ def set_matmul_precision(precision: str) -> None:
     TF32 off: its default), ``default`` = each library's fast default (JAX's ``default`` precision
     and torch with TF32 allowed: TF32 tensor cores on NVIDIA GPUs). Nothing changes on CPUs."""
     import jax
-    import torch
 
     jax.config.update("jax_default_matmul_precision", "highest" if precision == "highest" else None)
+    try:
+        import torch
+    except ImportError:  # ours alone (e.g. bench_train --skip-peer)
+        return
     torch.backends.cuda.matmul.allow_tf32 = precision == "default"
 
 

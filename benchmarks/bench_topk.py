@@ -14,12 +14,19 @@ method is warmed once (compilation, BLAS threads, faiss's index) and timed best 
 
 * ours: ``topk_cosine`` float32 and certified bfloat16 on an ordinary NumPy array (16-byte
   aligned, what ``np.load`` returns; used in place all the same), ``--aligned`` for a 64-byte
-  aligned one. ``compile`` = first call minus best call. The default precision (``"auto"``, what
-  ``stylebench search`` runs) is whichever of the two it resolves to on this machine. Ours (float32)
+  aligned one. ``compile`` = first call minus best call. The default precision (``topk_cosine``'s
+  ``"auto"`` on a host array) is whichever of the two it resolves to on this machine; ``stylebench
+  search`` runs float32 unless ``--bf16``. Ours (float32)
   and faiss are each timed in two rounds, ours, faiss, ours, faiss, and keep their best (the
   shared machine's load drifts).
 * numpy: ``[1024, 65536]`` score blocks (BLAS sgemm) + ``argpartition`` into a running top-k list.
 * faiss: ``IndexFlatIP`` (exact; BLAS sgemm + heaps), when faiss-cpu is installed.
+
+On a GPU (JAX with CUDA and torch seeing the card) NumPy is skipped (a CPU peer) and the peer is
+PyTorch on the same card (:func:`torch_topk`: cuBLAS matmul + ``torch.topk`` per block), from the host
+array and with the pool resident on the card, float32 and (not exact) bfloat16; ours also runs on a
+resident pool (:func:`gpu_rows`; uploads timed apart), and ``%peak`` compares with the better of JAX's
+and cuBLAS's products on the search's shape.
 
 ``recall_vs_exact`` = |returned ∩ exact top-k| / k averaged over queries, where the exact top-k
 comes from float64 scores (NumPy dgemm, untimed). Every float32 method rounds, so two candidates
@@ -190,7 +197,7 @@ def matmul_peak(dim: int, q: int = 1024, block: int = 32768, blocks: int = 8) ->
     out.update(torch_peaks(a, b, block, blocks, flops))
     f32 = [out[key] for key in ("numpy_sgemm", "xla_f32") if key in out]
     bf16 = [out["xla_bf16"]]
-    if on_gpu():  # the card's own peak: the better of JAX's and PyTorch's (cuBLAS) products
+    if torch_cuda() is not None:  # the card's own peak: the better of JAX's and PyTorch's (cuBLAS) products
         f32 += [out[key] for key in ("torch_f32",) if key in out]
         bf16 += [out[key] for key in ("torch_bf16",) if key in out]
     out.update(f32_peak=max(f32), bf16_peak=max(bf16))
@@ -386,7 +393,8 @@ def gpu_rows(row: dict, torch, q, c, k, args, peaks, exact) -> None:
     """GPU runs: the pool resident on the card for ours (``shard_pool`` once, upload timed apart)
     in float32 and certified bfloat16, and the PyTorch peer (:func:`torch_topk`) from the host
     array and resident, float32 and bfloat16 (uncertified), timed in two interleaved rounds like
-    ours; every method warmed once. Keys ``<method>_s``, ``_recall_vs_exact``, ``_gflops``."""
+    ours; every method warmed once. Keys ``<method>_s``, ``_recall_vs_exact``, ``_gflops``,
+    ``_fraction_of_peak``; ``ours_upload_s`` / ``torch_upload_s``: placing the pool on the card."""
     from stylebench_jax.kernels import shard_pool
 
     flops = 2.0 * q.shape[0] * c.shape[0] * c.shape[1]
@@ -573,7 +581,8 @@ def main() -> int:
 
     results = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                            "jax": jax.__version__, "devices": str(jax.devices()),
-                           "accelerator": jax.devices()[0].device_kind if on_gpu() else None},
+                           "accelerator": None if jax.default_backend() == "cpu"
+                           else jax.devices()[0].device_kind},
                "loadavg": os.getloadavg(), "args": {k: str(v) for k, v in vars(args).items()}}
     results["peak_gflops"] = matmul_peak(args.dim)
     rng = np.random.default_rng(args.seed)

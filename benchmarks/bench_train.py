@@ -15,8 +15,10 @@ dropout 0.1, float32, in one run on the same CPU:
   ``CachedMultipleNegativesRankingLoss`` (mini-batch ``--chunk``), a plain PyTorch loop
   (``loss(features, None).backward(); optimizer.step()``), torch threads = os CPUs.
 
-On a GPU (JAX with CUDA) both sides train on the card (the peer on ``cuda``); run with
-``--devices 1 --skip-memory`` there (the fake-device and capacity parts are CPU measurements).
+Both sides' batches are tokenised (and on the device) before the clock starts. On a GPU (JAX with
+CUDA) both sides train on the card (the peer on ``cuda``), float32 products in true float32 unless
+``--matmul-precision default`` (TF32 for both); run with ``--devices 1 --skip-memory`` there (the
+fake-device and capacity parts are CPU measurements).
 
 Throughput: examples (texts) per second over ``--steps`` steps after ``--warmup`` steps (compile
 time reported apart). Capacity: the largest global batch (pairs) whose step fits in ``--memory-gib``:
@@ -168,7 +170,10 @@ def accelerator() -> str:
 def peer_setup(loss_name: str, chunk: int, length: int):
     import torch
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer import losses  # 6.x deprecates the top-level alias
+    try:  # 6.x deprecates the top-level alias; before 5.7 only it exists
+        from sentence_transformers.sentence_transformer import losses
+    except ImportError:
+        from sentence_transformers import losses
 
     from stylebench_jax.encoders.registry import minilm_dir
 
@@ -183,28 +188,33 @@ def peer_setup(loss_name: str, chunk: int, length: int):
         loss = losses.CachedMultipleNegativesRankingLoss(model, scale=20.0, mini_batch_size=chunk)
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01)
 
-    def step(first, second):
-        features = [{key: value.to(model.device) if hasattr(value, "to") else value  # s-t 6 adds non-tensors
-                     for key, value in model.tokenize(list(texts)).items()} for texts in (first, second)]
+    def prepare(first, second):
+        """Tokenised batch on the model's device (like ours, made before the clock starts)."""
+        return [{key: value.to(model.device) if hasattr(value, "to") else value  # s-t 6 adds non-tensors
+                 for key, value in model.tokenize(list(texts)).items()} for texts in (first, second)]
+
+    def step(features):
         optimizer.zero_grad()
         value = loss(features, None)
         value.backward()
         optimizer.step()
-        return value.item()
+        return value.item()  # waits for the device
 
-    return step
+    return step, prepare
 
 
 def peer_throughput(first, second, batch, length, steps, warmup, chunk, loss_name) -> dict:
-    step = peer_setup(loss_name, chunk, length)
+    step, prepare = peer_setup(loss_name, chunk, length)
+    batches = [prepare(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
+               for i in range(steps + warmup)]
     start = time.perf_counter()
-    step(first[:batch], second[:batch])
+    step(batches[0])
     first_s = time.perf_counter() - start
-    for i in range(1, warmup):
-        step(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
+    for features in batches[1:warmup]:
+        step(features)
     start = time.perf_counter()
-    for i in range(warmup, warmup + steps):
-        value = step(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
+    for features in batches[warmup:]:
+        value = step(features)
     seconds = time.perf_counter() - start
     return {"examples_per_s": 2 * batch * steps / seconds, "step_s": seconds / steps, "first_step_s": first_s,
             "loss": value}
@@ -213,8 +223,9 @@ def peer_throughput(first, second, batch, length, steps, warmup, chunk, loss_nam
 def child_peak_rss(kind: str, batch: int, length: int, chunk: int) -> int:
     """Peak RSS (bytes) of a child process running two steps of ``kind`` at ``batch`` pairs."""
     code = (f"import sys; sys.path.insert(0, {str(REPO)!r}); import benchmarks.bench_train as b; "
-            f"f, s, _ = b.text_pairs({2 * batch}, 0); step = b.peer_setup({kind!r}, {chunk}, {length}); "
-            f"step(f[:{batch}], s[:{batch}]); step(f[{batch}:], s[{batch}:]); import resource; "
+            f"f, s, _ = b.text_pairs({2 * batch}, 0); "
+            f"step, prep = b.peer_setup({kind!r}, {chunk}, {length}); "
+            f"step(prep(f[:{batch}], s[:{batch}])); step(prep(f[{batch}:], s[{batch}:])); import resource; "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600)
     if out.returncode:
@@ -249,9 +260,15 @@ def main() -> int:
     parser.add_argument("--memory-gib", type=float, default=20.0)
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--skip-peer", action="store_true")
+    parser.add_argument("--matmul-precision", choices=("highest", "default"), default="highest",
+                        help="float32 matrix products of both sides: highest = true float32; default = each "
+                             "library's fast default (TF32 on NVIDIA GPUs; no change on CPUs)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "train.json")
     args = parser.parse_args()
+    from benchmarks.bench_encoder import set_matmul_precision
+
+    set_matmul_precision(args.matmul_precision)
     n_pairs = args.batch * (args.steps + args.warmup)
     first, second, source = text_pairs(n_pairs, 0)
     if args.child:  # ours on N fake devices, printed as JSON for the parent

@@ -3,13 +3,14 @@
 #
 #   bash benchmarks/run_gpu.sh OUT_DIR [TEXTS_JSONL] [STYLE_TEXTS]
 #
-# - bench_encoder (ours vs PyTorch on the card): float32 (true float32 products), float32 with each
-#   library's fast default (TF32), bfloat16; TEXTS_JSONL: the texts to embed (default: 2,000 sampled
+# - bench_encoder (ours vs PyTorch on the card): bfloat16, float32 with each library's fast default
+#   (TF32), float32 with true float32 products; TEXTS_JSONL: the texts to embed (default: 2,000 sampled
 #   from $STYLEBENCH_DATA, like the CPU rows);
 # - bench_topk (ours vs a PyTorch matmul + topk on the card), N = 10^6, Q = 1,000: Gaussian, clustered,
 #   and real MiniLM embeddings of STYLE_TEXTS (one text per line, embedded here by `stylebench embed`,
 #   whose wall time is logged) tiled to 10^6;
-# - bench_train (our step vs sentence-transformers MNRL / CachedMNRL on the card), 64 pairs x 128 tokens.
+# - bench_train (our step vs sentence-transformers MNRL / CachedMNRL on the card), 64 pairs x 128 tokens,
+#   true float32 products on both sides.
 # Each part has its own time limit and log; a part that fails does not stop the others. JSON and logs
 # land in OUT_DIR (and, with PACK=FILE.tar.gz, are packed there after every part). JAX takes at most 45%
 # of the card's memory so PyTorch has room in the same process. DEADLINE_S bounds the whole run.
@@ -27,24 +28,24 @@ py=${PYTHON:-python3}
 part() {  # part NAME LIMIT_S COMMAND...: run, log to OUT_DIR/NAME.log, report status and seconds
     local name=$1 limit=$2 start=$SECONDS left=$((deadline - SECONDS))
     shift 2
-    if [ "$left" -lt 30 ]; then echo "== $name: skipped ($left s left)"; return; fi
+    if [ "$left" -lt 30 ]; then echo "== $name: skipped ($left s left)" | tee -a "$out/summary.txt"; return; fi
     [ "$limit" -gt "$left" ] && limit=$left
     timeout "$limit" "$@" > "$out/$name.log" 2>&1
     local rc=$?
-    echo "== $name: exit $rc, $((SECONDS - start)) s"
+    echo "== $name: exit $rc, $((SECONDS - start)) s (limit $limit s)" | tee -a "$out/summary.txt"
     grep -v -i -e warning "$out/$name.log" | tail -n "${TAIL_LINES:-12}"
     if [ -n "${PACK:-}" ]; then tar czf "$PACK.tmp" -C "$out" . && mv "$PACK.tmp" "$PACK"; fi
 }
 
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; } | tee "$out/summary.txt"
 $py -c "import jax, flax, optax, torch, transformers, sentence_transformers as st; print('jax', jax.__version__, \
 jax.devices(), 'flax', flax.__version__, 'optax', optax.__version__, 'torch', torch.__version__, 'transformers', \
-transformers.__version__, 'sentence-transformers', st.__version__)"
+transformers.__version__, 'sentence-transformers', st.__version__)" | tee -a "$out/summary.txt"
 
 text_args=()
 [ -n "$texts" ] && text_args=(--texts "$texts")
-encoder() {  # encoder DTYPE MATMUL_PRECISION
-    part "encoder_$1_$2" 120 $py benchmarks/bench_encoder.py "${text_args[@]}" --n-texts "$n_texts" \
+encoder() {  # encoder DTYPE MATMUL_PRECISION [LIMIT_S]
+    part "encoder_$1_$2" "${3:-120}" $py benchmarks/bench_encoder.py "${text_args[@]}" --n-texts "$n_texts" \
         --dtype "$1" --matmul-precision "$2" --repeats 5 --json "$out/encoder_$1_$2.json"
 }
 topk() {  # topk NAME [bench_topk args]
@@ -54,16 +55,19 @@ topk() {  # topk NAME [bench_topk args]
         --json "$out/topk_$name.json"
 }
 
-# most wanted first: a part cut by the deadline loses the least
-encoder float32 highest
+# most wanted first: a part cut by the deadline loses the least. On an H100 (2026-11-26) the float32
+# encoder with true float32 products had not finished its set-up in 120 s or 200 s (compiles), so it
+# comes after the parts that finished.
 encoder bfloat16 highest
 topk gaussian
 part train 150 $py benchmarks/bench_train.py --batch "$train_batch" --length 128 --devices 1 --skip-memory \
     --steps "$train_steps" --warmup 3 --json "$out/train.json"
+encoder float32 default 150
 if [ -n "$style" ]; then
+    rm -f /tmp/style_minilm.npy  # never a stale file from an earlier run
     part embed_style 90 $py -m stylebench_jax.cli embed --model minilm --input "$style" \
         --output /tmp/style_minilm.npy --long-text truncate --cache-dir /tmp/sb_cache --quiet
     [ -f /tmp/style_minilm.npy ] && topk real --real /tmp/style_minilm.npy
 fi
+encoder float32 highest 300
 topk clustered --clusters 200
-encoder float32 default
