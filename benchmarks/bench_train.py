@@ -152,21 +152,6 @@ def ours_memory(batch: int, length: int, chunk: int | None) -> int:
 
 # ------------------------------------------------------------------------------------------ peer
 
-def peer_device() -> str:
-    """``"cuda"`` when JAX runs on a GPU and torch sees one (both sides on the same card), else ``"cpu"``."""
-    import jax
-    import torch
-
-    return "cuda" if jax.default_backend() == "gpu" and torch.cuda.is_available() else "cpu"
-
-
-def accelerator() -> str:
-    import jax
-
-    device = jax.devices()[0]
-    return "CPU" if device.platform == "cpu" else f"{device.platform}: {device.device_kind}"
-
-
 def peer_setup(loss_name: str, chunk: int, length: int):
     import torch
     from sentence_transformers import SentenceTransformer
@@ -175,11 +160,12 @@ def peer_setup(loss_name: str, chunk: int, length: int):
     except ImportError:
         from sentence_transformers import losses
 
+    from benchmarks.bench_encoder import torch_device
     from stylebench_jax.encoders.registry import minilm_dir
 
     torch.manual_seed(0)
     torch.set_num_threads(os.cpu_count() or 1)
-    model = SentenceTransformer(str(minilm_dir()), device=peer_device())
+    model = SentenceTransformer(str(minilm_dir()), device=torch_device())
     model.max_seq_length = length
     model.train()
     if loss_name == "mnrl":
@@ -266,7 +252,7 @@ def main() -> int:
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "train.json")
     args = parser.parse_args()
-    from benchmarks.bench_encoder import set_matmul_precision
+    from benchmarks.bench_encoder import accelerator, set_matmul_precision, torch_device
 
     set_matmul_precision(args.matmul_precision)
     n_pairs = args.batch * (args.steps + args.warmup)
@@ -302,7 +288,7 @@ def main() -> int:
     peer = {r["gradient_caching"]: r["examples_per_s"] for r in rows if r["system"].startswith("sentence")}
     print(f"\nTrain step, MiniLM, {args.batch} pairs x {args.length} tokens, {source}; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()}; "
-          f"ours on {accelerator()}, peer on {peer_device() if not args.skip_peer else '-'}")
+          f"ours on {accelerator() or 'CPU'}, peer on {torch_device() if not args.skip_peer else '-'}")
     print(f"{'system':<36} {'dev':>3} {'cache':>5} {'ex/s':>8} {'step s':>8} {'first s':>8} {'vs peer':>8}")
     for r in rows:
         ratio = r["examples_per_s"] / peer[r["gradient_caching"]] if peer else float("nan")
@@ -331,7 +317,7 @@ def main() -> int:
             print(f"  {name:<20} {str(entry['largest_batch']):>8}  ({entry['method']})")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     record = {"rows": rows, "memory": memory, "args": vars(args) | {"json": str(args.json)}, "source": source,
-              "accelerator": accelerator(),
+              "accelerator": accelerator() or "CPU",
               "load": os.getloadavg(), "ru_maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
     args.json.write_text(json.dumps(record, indent=1, default=str) + "\n")
     print(f"\nwrote {args.json}")
