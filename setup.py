@@ -66,5 +66,5 @@ setup(
     package_data={"stylebench_jax": ["resources/*"], "stylebench_jax.bundled_suites": ["*.yaml"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
-    entry_points={"console_scripts": ["stylebench=stylebench_jax.cli:main"]},
+    entry_points={"console_scripts": ["stylebench=stylebench_jax.cli:entry"]},
 )

@@ -21,7 +21,11 @@ CUDA) both sides train on the card (the peer on ``cuda``), float32 products in t
 fake-device and capacity parts are CPU measurements).
 
 Throughput: examples (texts) per second over ``--steps`` steps after ``--warmup`` steps (compile
-time reported apart). Capacity: the largest global batch (pairs) whose step fits in ``--memory-gib``:
+time reported apart), in ``--rounds`` rounds interleaved across the 1-device systems (ours plain,
+ours cached, MNRL, CachedMNRL, then again); the best and the median round are reported. The process
+first applies the allocator settings ``stylebench`` applies at start-up (``runtime.tune_malloc``; the
+peer, in the same process, gets them too); ``--default-malloc`` leaves glibc's defaults.
+Capacity: the largest global batch (pairs) whose step fits in ``--memory-gib``:
 ours from XLA's compiled memory analysis (arguments + outputs + temporaries, nothing allocated) at
 doubling batch sizes; the peer's from the peak RSS of one step at a few batch sizes in child
 processes, fitted linearly and extrapolated (labelled as such in the table).
@@ -119,7 +123,9 @@ def ours_setup(batch: int, length: int, chunk: int | None, n_devices: int):
     return state, step, make_batch, jax.random.key(0)
 
 
-def ours_throughput(first, second, batch, length, steps, warmup, chunk, n_devices) -> dict:
+def ours_runner(first, second, batch, length, steps, warmup, chunk, n_devices):
+    """Our step set up, compiled and warmed: ``(first_step_s, run)``; ``run()`` times ``steps`` steps
+    (batches prepared on the devices beforehand) and returns ``(seconds, loss)``."""
     import jax
 
     state, step, make_batch, rng = ours_setup(batch, length, chunk, n_devices)
@@ -132,13 +138,16 @@ def ours_throughput(first, second, batch, length, steps, warmup, chunk, n_device
     for b in batches[1:warmup]:
         state, metrics = step(state, b, rng)
     jax.block_until_ready(metrics)
-    start = time.perf_counter()
-    for b in batches[warmup:]:
-        state, metrics = step(state, b, rng)
-    jax.block_until_ready(metrics)
-    seconds = time.perf_counter() - start
-    return {"examples_per_s": 2 * batch * steps / seconds, "step_s": seconds / steps,
-            "first_step_s": compile_s, "loss": float(metrics["loss"])}
+    holder = [state]
+
+    def run():
+        start = time.perf_counter()
+        for b in batches[warmup:]:
+            holder[0], out = step(holder[0], b, rng)
+        jax.block_until_ready(out)
+        return time.perf_counter() - start, float(out["loss"])
+
+    return compile_s, run
 
 
 def ours_memory(batch: int, length: int, chunk: int | None) -> int:
@@ -189,7 +198,8 @@ def peer_setup(loss_name: str, chunk: int, length: int):
     return step, prepare
 
 
-def peer_throughput(first, second, batch, length, steps, warmup, chunk, loss_name) -> dict:
+def peer_runner(first, second, batch, length, steps, warmup, chunk, loss_name):
+    """The peer set up and warmed like :func:`ours_runner`: ``(first_step_s, run)``."""
     step, prepare = peer_setup(loss_name, chunk, length)
     batches = [prepare(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
                for i in range(steps + warmup)]
@@ -198,12 +208,31 @@ def peer_throughput(first, second, batch, length, steps, warmup, chunk, loss_nam
     first_s = time.perf_counter() - start
     for features in batches[1:warmup]:
         step(features)
-    start = time.perf_counter()
-    for features in batches[warmup:]:
-        value = step(features)
-    seconds = time.perf_counter() - start
-    return {"examples_per_s": 2 * batch * steps / seconds, "step_s": seconds / steps, "first_step_s": first_s,
-            "loss": value}
+
+    def run():
+        start = time.perf_counter()
+        for features in batches[warmup:]:
+            value = step(features)
+        return time.perf_counter() - start, value
+
+    return first_s, run
+
+
+def timed_rounds(runners: dict, rounds: int, steps: int, batch: int) -> dict:
+    """Runs each ``(first_step_s, run)`` of ``runners`` once per round, in turn (interleaved, so that
+    a slow minute of a shared machine falls on every system alike); examples/s of the best round,
+    the median round and every round."""
+    seconds = {name: [] for name in runners}
+    losses = {}
+    for _ in range(rounds):
+        for name, (_, run) in runners.items():
+            elapsed, losses[name] = run()
+            seconds[name].append(elapsed)
+    examples = 2 * batch * steps
+    return {name: {"examples_per_s": examples / min(values), "median_examples_per_s":
+                   examples / float(np.median(values)), "round_s": values, "step_s": min(values) / steps,
+                   "first_step_s": runners[name][0], "loss": losses[name]}
+            for name, values in seconds.items()}
 
 
 def child_peak_rss(kind: str, batch: int, length: int, chunk: int) -> int:
@@ -249,52 +278,71 @@ def main() -> int:
     parser.add_argument("--matmul-precision", choices=("highest", "default"), default="highest",
                         help="float32 matrix products of both sides: highest = true float32; default = each "
                              "library's fast default (TF32 on NVIDIA GPUs; no change on CPUs)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="interleaved timing rounds of --steps steps per system (best and median kept)")
+    parser.add_argument("--default-malloc", action="store_true",
+                        help="leave glibc malloc at its defaults instead of the settings `stylebench` "
+                             "applies at start-up (stylebench_jax.runtime.tune_malloc)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "train.json")
     args = parser.parse_args()
+    from stylebench_jax.runtime import tune_malloc
+
+    # As `stylebench train` does, before JAX starts; the peer runs in this process and gets it too.
+    malloc_tuned = False if args.default_malloc else tune_malloc()
     from benchmarks.bench_encoder import accelerator, set_matmul_precision, torch_device
 
     set_matmul_precision(args.matmul_precision)
     n_pairs = args.batch * (args.steps + args.warmup)
     first, second, source = text_pairs(n_pairs, 0)
+    timing = (args.steps, args.warmup)
     if args.child:  # ours on N fake devices, printed as JSON for the parent
         n = int(args.child)
-        result = ours_throughput(first, second, args.batch, args.length, args.steps, args.warmup, None, n)
-        print(json.dumps(result))
+        runner = ours_runner(first, second, args.batch, args.length, *timing, None, n)
+        print(json.dumps(timed_rounds({"ours": runner}, args.rounds, args.steps, args.batch)["ours"]))
         return 0
-    rows = []
-    for n in (int(x) for x in args.devices.split(",")):
-        if n == 1:
-            for chunk in (None, args.chunk):
-                result = ours_throughput(first, second, args.batch, args.length, args.steps, args.warmup,
-                                         chunk, 1)
-                rows.append({"system": "ours", "devices": 1, "gradient_caching": chunk is not None, **result})
-        else:
-            env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={n}",
-                   "JAX_PLATFORMS": "cpu"}
-            out = subprocess.run([sys.executable, __file__, "--child", str(n), "--batch", str(args.batch),
-                                  "--length", str(args.length), "--steps", str(args.steps), "--warmup",
-                                  str(args.warmup)], env=env, capture_output=True, text=True, timeout=7200)
-            if out.returncode:
-                raise RuntimeError(out.stderr[-3000:])
-            rows.append({"system": "ours", "devices": n, "gradient_caching": False,
-                         **json.loads(out.stdout.strip().splitlines()[-1])})
+    runners, rows = {}, []
+    if 1 in [int(x) for x in args.devices.split(",")]:
+        for chunk in (None, args.chunk):
+            runners[("ours", 1, chunk is not None)] = ours_runner(first, second, args.batch, args.length,
+                                                                 *timing, chunk, 1)
     if not args.skip_peer:
         for loss_name in ("mnrl", "cached_mnrl"):
-            result = peer_throughput(first, second, args.batch, args.length, args.steps, args.warmup,
-                                     args.chunk, loss_name)
-            rows.append({"system": f"sentence-transformers {loss_name}", "devices": 1,
-                         "gradient_caching": loss_name == "cached_mnrl", **result})
+            runners[(f"sentence-transformers {loss_name}", 1, loss_name == "cached_mnrl")] = peer_runner(
+                first, second, args.batch, args.length, *timing, args.chunk, loss_name)
+    timed = timed_rounds(runners, args.rounds, args.steps, args.batch)
+    for (system, devices, caching), result in timed.items():
+        rows.append({"system": system, "devices": devices, "gradient_caching": caching, **result})
+    for n in (int(x) for x in args.devices.split(",") if int(x) > 1):
+        env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={n}",
+               "JAX_PLATFORMS": "cpu"}
+        out = subprocess.run([sys.executable, __file__, "--child", str(n), "--batch", str(args.batch),
+                              "--length", str(args.length), "--steps", str(args.steps), "--warmup",
+                              str(args.warmup), "--rounds", str(args.rounds)]
+                             + (["--default-malloc"] if args.default_malloc else []),
+                             env=env, capture_output=True, text=True, timeout=7200)
+        if out.returncode:
+            raise RuntimeError(out.stderr[-3000:])
+        rows.append({"system": "ours (separate process, not interleaved)", "devices": n,
+                     "gradient_caching": False, **json.loads(out.stdout.strip().splitlines()[-1])})
     peer = {r["gradient_caching"]: r["examples_per_s"] for r in rows if r["system"].startswith("sentence")}
     print(f"\nTrain step, MiniLM, {args.batch} pairs x {args.length} tokens, {source}; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()}; "
           f"ours on {accelerator() or 'CPU'}, peer on {torch_device() if not args.skip_peer else '-'}")
-    print(f"{'system':<36} {'dev':>3} {'cache':>5} {'ex/s':>8} {'step s':>8} {'first s':>8} {'vs peer':>8}")
+    peer_median = {r["gradient_caching"]: r["median_examples_per_s"] for r in rows
+                   if r["system"].startswith("sentence")}
+    settings = "stylebench start-up settings (runtime.tune_malloc)" if malloc_tuned else "glibc defaults"
+    print(f"malloc: {settings}"
+          f"; {args.rounds} interleaved rounds of {args.steps} steps; ratios: best round / median round")
+    print(f"{'system':<42} {'dev':>3} {'cache':>5} {'ex/s':>8} {'median':>8} {'first s':>8} {'vs peer':>13}")
     for r in rows:
         ratio = r["examples_per_s"] / peer[r["gradient_caching"]] if peer else float("nan")
-        r["ratio_vs_peer_same_caching"] = ratio
-        print(f"{r['system']:<36} {r['devices']:>3} {str(r['gradient_caching']):>5} "
-              f"{r['examples_per_s']:>8.2f} {r['step_s']:>8.2f} {r['first_step_s']:>8.1f} {ratio:>8.2f}")
+        median_ratio = (r["median_examples_per_s"] / peer_median[r["gradient_caching"]]
+                        if peer_median else float("nan"))
+        r["ratio_vs_peer_same_caching"], r["median_ratio_vs_peer_same_caching"] = ratio, median_ratio
+        print(f"{r['system']:<42} {r['devices']:>3} {str(r['gradient_caching']):>5} "
+              f"{r['examples_per_s']:>8.2f} {r['median_examples_per_s']:>8.2f} {r['first_step_s']:>8.1f} "
+              f"{ratio:>6.2f}/{median_ratio:<6.2f}")
     memory = {}
     if not args.skip_memory:
         limit = int(args.memory_gib * 2**30)
@@ -317,7 +365,7 @@ def main() -> int:
             print(f"  {name:<20} {str(entry['largest_batch']):>8}  ({entry['method']})")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     record = {"rows": rows, "memory": memory, "args": vars(args) | {"json": str(args.json)}, "source": source,
-              "accelerator": accelerator() or "CPU",
+              "accelerator": accelerator() or "CPU", "malloc_tuned": malloc_tuned,
               "load": os.getloadavg(), "ru_maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
     args.json.write_text(json.dumps(record, indent=1, default=str) + "\n")
     print(f"\nwrote {args.json}")

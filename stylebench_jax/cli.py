@@ -16,7 +16,7 @@ import sys
 from stylebench_jax import __version__
 from stylebench_jax.errors import InvalidOption, UserInputError
 from stylebench_jax.parallel import distributed
-from stylebench_jax.runtime import enable_compilation_cache
+from stylebench_jax.runtime import enable_compilation_cache, tune_malloc
 
 COMMANDS = ("embed", "cache", "search", "eval", "train", "prepare-pairs", "raven", "data", "calibrate",
             "score", "transfer", "launch")
@@ -98,5 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         raise
 
 
+def entry() -> int:
+    """The ``stylebench`` executable (and ``python -m stylebench_jax.cli``): the process-wide
+    allocator settings (``runtime.tune_malloc``, before JAX starts its threads), then :func:`main`.
+    Callers of :func:`main` in a process of their own (tests, scripts) keep their allocator."""
+    tune_malloc()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

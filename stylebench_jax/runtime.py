@@ -1,7 +1,11 @@
-"""Process-wide JAX settings a command applies once at start-up (never library code)."""
+"""Process-wide settings a command applies once at start-up (never library code): the C
+allocator's behaviour (:func:`tune_malloc`) and JAX's persistent compilation cache."""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import platform
 from pathlib import Path
 
 XLA_CACHE_DIR = "xla"  # under the cache root, beside the embedding spaces
@@ -19,3 +23,33 @@ def enable_compilation_cache(cache_root: str | Path | None = None) -> Path:
     jax.config.update("jax_compilation_cache_dir", str(path.resolve()))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     return path
+
+
+# glibc's mallopt parameters (malloc.h).
+M_TRIM_THRESHOLD, M_MMAP_MAX, M_ARENA_MAX = -1, -4, -8
+MALLOC_ENV = ("MALLOC_ARENA_MAX", "MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_",
+              "MALLOC_TOP_PAD_")
+
+
+def tune_malloc() -> bool:
+    """Keep freed memory mapped so that XLA:CPU's per-call buffers stop costing page faults.
+
+    XLA:CPU allocates every call's temporaries (a train step's activations: ~2 GB for MiniLM at 32 x
+    128) with ``malloc`` from its worker threads. glibc serves those from per-thread arenas, whose
+    heaps are capped at 64 MB, so large blocks are ``mmap``-ed and unmapped again on ``free``: the
+    next call touches fresh pages and the kernel zeroes each one (measured on the 2-core EPYC:
+    ~510,000 minor faults per MiniLM train-step gradient, 5.3 s; with the settings below ~190,000
+    and 4.3 s, peak resident memory unchanged at 2.8 GB). Sets, through ``mallopt``: one arena
+    (``M_ARENA_MAX`` 1), no ``mmap`` for large blocks (``M_MMAP_MAX`` 0: they come from the main heap,
+    which is reused), and no trimming of the heap's top (``M_TRIM_THRESHOLD`` 2^31 - 1): freed memory
+    stays with the process, so resident memory stays at its peak. Call it first thing, before JAX
+    starts its threads; the ``stylebench`` entry point does. Does nothing (returns False) off glibc
+    or when any ``MALLOC_*`` tuning variable is set in the environment (the user's choice wins)."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    if any(name in os.environ for name in MALLOC_ENV):
+        return False
+    mallopt = ctypes.CDLL(None).mallopt
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    settings = ((M_ARENA_MAX, 1), (M_MMAP_MAX, 0), (M_TRIM_THRESHOLD, -1))
+    return all(mallopt(param, value) == 1 for param, value in settings)

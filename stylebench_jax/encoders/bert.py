@@ -13,8 +13,10 @@ Training (``deterministic=False``, a ``dropout`` rng) applies hidden dropout whe
 the embedding LayerNorm's input sum, after the attention output projection and after the MLP
 output. BERT's attention-probability dropout is left out (a documented departure, kept from when
 attention ran through ``jax.nn.dot_product_attention``, which has none; the trainer's default
-rate 0.1 applies to the three hidden dropouts). ``remat=True`` rematerialises each layer in the
-backward pass (activation memory of one layer instead of all).
+rate 0.1 applies to the three hidden dropouts). The masks come from ``encoders.dropout`` (16-bit
+draws from XLA's bit generator: flax's threefry masks cost ~10% of a CPU train step).
+``remat=True`` rematerialises each layer in the backward pass (activation memory of one layer
+instead of all).
 
 Attention (``softmax_attention``) runs head-major (``[B, heads, L, head_dim]``, projected straight into
 that layout) so both products are plain batched matrix products. ``attention_groups`` (see
@@ -34,6 +36,7 @@ import jax
 import jax.numpy as jnp
 
 from stylebench_jax.encoders.config import EncoderConfig
+from stylebench_jax.encoders.dropout import Dropout
 
 _ACTIVATIONS = {
     "gelu": functools.partial(jax.nn.gelu, approximate=False),
@@ -81,7 +84,7 @@ class Embeddings(nn.Module):
             positions = jnp.broadcast_to(jnp.arange(input_ids.shape[1]), input_ids.shape)
         hidden = word(input_ids) + position(positions) + token_type(token_type_ids)
         hidden = _layer_norm(cfg, "LayerNorm")(hidden).astype(self.dtype)
-        return nn.Dropout(self.dropout_rate)(hidden, deterministic=deterministic)
+        return Dropout(self.dropout_rate)(hidden, deterministic=deterministic)
 
 
 def softmax_attention(query, key, value, bias):
@@ -191,14 +194,14 @@ class Layer(nn.Module):
     def __call__(self, hidden, mask_bias, deterministic: bool = True):
         cfg = self.config
         attended = SelfAttention(cfg, self.dtype, self.attention_groups, name="attention")(hidden, mask_bias)
-        attended = nn.Dropout(self.dropout_rate)(attended, deterministic=deterministic)
+        attended = Dropout(self.dropout_rate)(attended, deterministic=deterministic)
         hidden = _layer_norm(cfg, "attention_norm")(hidden + attended).astype(self.dtype)
         inner = nn.Dense(cfg.intermediate_size, dtype=self.dtype, kernel_init=_init(("embed", "mlp")),
                          bias_init=_zeros(("mlp",)), name="intermediate")(hidden)
         inner = _ACTIVATIONS[cfg.hidden_act](inner)
         out = nn.Dense(cfg.hidden_size, dtype=self.dtype, kernel_init=_init(("mlp", "embed")),
                        bias_init=_zeros(("embed",)), name="output")(inner)
-        out = nn.Dropout(self.dropout_rate)(out, deterministic=deterministic)
+        out = Dropout(self.dropout_rate)(out, deterministic=deterministic)
         return _layer_norm(cfg, "output_norm")(hidden + out).astype(self.dtype)
 
 

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from stylebench_jax.encoders.config import EncoderConfig
+from stylebench_jax.encoders.dropout import Dropout
 from stylebench_jax.encoders.pooling import SentenceEncoder
 from stylebench_jax.training.losses import gradient_reversal
 
@@ -86,7 +87,7 @@ class MLPClassifier(nn.Module):
     @nn.compact
     def __call__(self, x, deterministic: bool = True):
         x = nn.relu(_dense(self.width, ("mlp", "embed"), "hidden")(x))
-        x = nn.Dropout(self.dropout_rate)(x, deterministic=deterministic)
+        x = Dropout(self.dropout_rate)(x, deterministic=deterministic)
         return _dense(2, ("embed", None), "out")(x)
 
 

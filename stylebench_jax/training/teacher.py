@@ -27,6 +27,7 @@ from jax.sharding import Mesh
 
 from stylebench_jax.encoders.bert import BertEncoder
 from stylebench_jax.encoders.config import EncoderConfig
+from stylebench_jax.encoders.dropout import Dropout
 from stylebench_jax.encoders.loading import EncoderFiles, init_params, param_shardings
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import read_json_file, save_npy_atomic, write_text_atomic
@@ -47,7 +48,7 @@ class CrossEncoder(nn.Module):
     def __call__(self, input_ids, attention_mask, token_type_ids=None, deterministic: bool = True):
         hidden = BertEncoder(self.config, dropout_rate=self.dropout_rate, name="encoder")(
             input_ids, attention_mask, token_type_ids, deterministic)
-        cls = nn.Dropout(self.dropout_rate)(hidden[:, 0], deterministic=deterministic)
+        cls = Dropout(self.dropout_rate)(hidden[:, 0], deterministic=deterministic)
         return nn.Dense(2, name="classifier", kernel_init=nn.with_logical_partitioning(
             nn.initializers.normal(0.02), ("embed", None)))(cls)
 
