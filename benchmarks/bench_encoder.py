@@ -29,9 +29,6 @@ Compile time of our jitted programs is reported separately (first call) and excl
 steady-state numbers, as is PyTorch's first-call warm-up. Both sides are warmed, then timed in
 interleaved rounds (ours, PyTorch, ours, ...; `--repeats`), so load changes on a shared machine hit
 both alike; best and ratio of medians are printed, every time is in the JSON with the load average.
-The process first applies `stylebench`'s start-up allocator settings (`runtime.tune_malloc`; PyTorch,
-in the same process, gets them too; `--default-malloc` leaves glibc's defaults); in (d) ours is the
-`stylebench` command itself and the peer a plain Python process.
 Needs `pip install torch==2.13.0 "transformers<5"` (the `torch` extra of setup.py; (d) also
 sentence-transformers). `--rows` picks minilm ((a) and (b), the default), process (d), all ((a), (b),
 (d)) or decoder (c).
@@ -385,14 +382,7 @@ def main(argv=None) -> int:
     parser.add_argument("--matmul-precision", choices=("highest", "default"), default="highest",
                         help="float32 matrix products of both sides: highest = true float32; default = "
                              "each library's fast default (TF32 on NVIDIA GPUs; no change on CPUs)")
-    parser.add_argument("--default-malloc", action="store_true",
-                        help="leave glibc malloc at its defaults instead of the settings `stylebench` "
-                             "applies at start-up (stylebench_jax.runtime.tune_malloc)")
     args = parser.parse_args(argv)
-    from stylebench_jax.runtime import tune_malloc
-
-    # As `stylebench embed` does (regime (d) runs it); PyTorch, in this process, gets it too.
-    malloc_tuned = False if args.default_malloc else tune_malloc()
     if args.rows == "decoder":
         texts = bench_texts(args, args.decoder_texts)
         row = bench_decoder(texts, args)
@@ -405,7 +395,6 @@ def main(argv=None) -> int:
               "programs")
         result = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                               "python": platform.python_version(), "loadavg": os.getloadavg()},
-                  "malloc_tuned": malloc_tuned,
                   "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                   "decoder": row}
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -416,7 +405,6 @@ def main(argv=None) -> int:
     machine = {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                "python": platform.python_version(), "loadavg_before": os.getloadavg()}
     result = {"machine": machine,
-              "malloc_tuned": malloc_tuned,
               "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}
     machine["accelerator"] = accelerator()
     texts = bench_texts(args, args.n_texts)

@@ -22,9 +22,6 @@ method is warmed once (compilation, BLAS threads, faiss's index) and timed best 
 * numpy: ``[1024, 65536]`` score blocks (BLAS sgemm) + ``argpartition`` into a running top-k list.
 * faiss: ``IndexFlatIP`` (exact; BLAS sgemm + heaps), when faiss-cpu is installed.
 
-The process first applies ``stylebench``'s start-up allocator settings (``runtime.tune_malloc``;
-faiss and NumPy run in the same process and get them too); ``--default-malloc`` leaves glibc's.
-
 On a GPU (JAX with CUDA and torch seeing the card) NumPy is skipped (a CPU peer) and the peer is
 PyTorch on the same card (:func:`torch_topk`: cuBLAS matmul + ``torch.topk`` per block), from the host
 array and with the pool resident on the card, float32 and (not exact) bfloat16; ours also runs on a
@@ -576,16 +573,8 @@ def main() -> int:
     parser.add_argument("--pairs-spread", type=float, default=0.5,
                         help="label centre scale of the all-pairs items (0: labels carry no signal)")
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--default-malloc", action="store_true",
-                        help="leave glibc malloc at its defaults instead of the settings `stylebench` "
-                             "applies at start-up (stylebench_jax.runtime.tune_malloc)")
     parser.add_argument("--part", choices=("memmap", "pairs"), default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from stylebench_jax.runtime import tune_malloc
-
-    # As `stylebench search` does, before JAX starts its threads; faiss and NumPy, in this process,
-    # get the same allocator.
-    malloc_tuned = False if args.default_malloc else tune_malloc()
     if args.part:
         print(json.dumps(memmap_part(args) if args.part == "memmap" else pairs_part(args)))
         return 0
@@ -594,8 +583,7 @@ def main() -> int:
                            "jax": jax.__version__, "devices": str(jax.devices()),
                            "accelerator": None if jax.default_backend() == "cpu"
                            else jax.devices()[0].device_kind},
-               "loadavg": os.getloadavg(), "args": {k: str(v) for k, v in vars(args).items()},
-               "malloc_tuned": malloc_tuned}
+               "loadavg": os.getloadavg(), "args": {k: str(v) for k, v in vars(args).items()}}
     results["peak_gflops"] = matmul_peak(args.dim)
     rng = np.random.default_rng(args.seed)
     q_counts = [int(x) for x in args.q.split(",")]
