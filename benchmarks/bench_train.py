@@ -23,7 +23,7 @@ fake-device and capacity parts are CPU measurements).
 Throughput: examples (texts) per second over ``--steps`` steps after ``--warmup`` steps (compile
 time reported apart), in ``--rounds`` rounds interleaved across the 1-device systems (ours plain,
 ours cached, MNRL, CachedMNRL, then again); the best and the median round are reported. The process
-first applies the allocator settings ``stylebench`` applies at start-up (``runtime.tune_malloc``; the
+first applies the allocator settings ``stylebench train`` applies at start-up (``runtime.tune_malloc``; the
 peer, in the same process, gets them too); ``--default-malloc`` leaves glibc's defaults.
 Capacity: the largest global batch (pairs) whose step fits in ``--memory-gib``:
 ours from XLA's compiled memory analysis (arguments + outputs + temporaries, nothing allocated) at
@@ -281,7 +281,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3,
                         help="interleaved timing rounds of --steps steps per system (best and median kept)")
     parser.add_argument("--default-malloc", action="store_true",
-                        help="leave glibc malloc at its defaults instead of the settings `stylebench` "
+                        help="leave glibc malloc at its defaults instead of the settings `stylebench train` "
                              "applies at start-up (stylebench_jax.runtime.tune_malloc)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "train.json")
@@ -331,7 +331,7 @@ def main() -> int:
           f"ours on {accelerator() or 'CPU'}, peer on {torch_device() if not args.skip_peer else '-'}")
     peer_median = {r["gradient_caching"]: r["median_examples_per_s"] for r in rows
                    if r["system"].startswith("sentence")}
-    settings = "stylebench start-up settings (runtime.tune_malloc)" if malloc_tuned else "glibc defaults"
+    settings = "stylebench train's settings (runtime.tune_malloc)" if malloc_tuned else "glibc defaults"
     print(f"malloc: {settings}"
           f"; {args.rounds} interleaved rounds of {args.steps} steps; ratios: best round / median round")
     print(f"{'system':<42} {'dev':>3} {'cache':>5} {'ex/s':>8} {'median':>8} {'first s':>8} {'vs peer':>13}")

@@ -2,10 +2,11 @@
 
 ``flax.linen.Dropout`` draws one 32-bit word per element with JAX's default threefry generator.
 On CPUs that generator dominates: a keep mask for a MiniLM train step (13 masks of 32 x 128 x 384
-elements) cost ~0.45 s of a ~4 s step on the 2-core EPYC. Here each 32-bit word gives two 16-bit
-decisions and the words come from XLA's ``RngBitGenerator`` (JAX's ``rbg`` key type, seeded from
-the module's threefry ``dropout`` key), 3.3x less generator work per element (measured:
-``rbg`` 0.66 s vs threefry 1.09 s for 5 x 10^7 words, half as many words).
+elements) cost ~0.45-0.6 s of a 4-5.5 s step on the 2-core EPYC (step with and without dropout).
+Here each 32-bit word gives two 16-bit decisions and the words come from XLA's ``RngBitGenerator``
+(JAX's ``rbg`` key type, seeded from the module's threefry ``dropout`` key): ~3.3x less generator
+work per element, 1.65x from the generator (measured: a 5 x 10^7-element Bernoulli mask 0.66 s
+with ``rbg`` vs 1.09 s with threefry) times 2 from half as many words (not timed apart).
 
 An element is kept when its 16-bit draw ``u`` is ``>= t``, ``t = round(rate * 2^16)``, so the keep
 probability is ``1 - t / 2^16`` (0.8999939 for ``rate`` 0.1); kept values are divided by that exact
