@@ -44,8 +44,9 @@ where the CPU has them: how far XLA's bfloat16 dot is from what the hardware giv
 
 ``--memmap-gib G`` writes a G GiB pool to /tmp and searches it through the ``.npy`` path (block
 reads, bounded memory) in a child process, so its RSS is its own. ``--pairs-n M`` times the exact
-all-pairs AUROC/EER over M(M-1)/2 pairs, also in a child process (``--pairs-dim 16 --pairs-spread
-0.3``: hard data, heavily overlapping classes whose scores crowd into few float32 values). The
+all-pairs AUROC/EER over M(M-1)/2 pairs, each method of ``--pairs-methods`` (default: the
+default ``auto``, then ``radix``) in its own child process (``--pairs-dim 16 --pairs-spread 0.3``:
+hard data, heavily overlapping classes whose scores crowd into few float32 values). The
 load average is stored: the 2 cores may be shared with other jobs, which slows every method alike
 only roughly.
 """
@@ -469,11 +470,13 @@ def pairs_part(args) -> dict:
     jnp.zeros(1).block_until_ready()  # the XLA client's own start-up is not the kernel's working set
     with PeakRss() as rss:
         start = time.perf_counter()
-        result = all_pairs_auroc_eer(x, labels, block_size=args.pairs_block)
+        result = all_pairs_auroc_eer(x, labels, block_size=args.pairs_block, method=args.pairs_method)
         seconds = time.perf_counter() - start
     return {"n": n, "dim": dim, "spread": args.pairs_spread, "pairs": result.n_pairs, "seconds": seconds,
             "pairs_per_s": result.n_pairs / seconds, "auroc": result.auroc, "eer": result.eer,
+            "method": result.method, "level_bits": list(result.level_bits),
             "passes": result.passes, "refined_bins": result.refined_bins,
+            "tiles": result.tiles, "tile_evaluations": result.tile_evaluations,
             "peak_rss_mb": rss.peak_mb, "working_set_mb": rss.working_mb,
             "embeddings_mb": x.nbytes / 2**20}
 
@@ -532,13 +535,17 @@ def print_table(results: dict) -> None:
             print(f"  {name}: {m[key + '_s']:.2f} s, {m[key + '_gflops']:.0f} GFLOP/s, "
                   f"peak RSS {m[key + '_peak_rss_mb']:.0f} MB "
                   f"(working set {m[key + '_working_set_mb']:.0f} MB)")
-    if "all_pairs" in results:
-        p = results["all_pairs"]
-        print(f"all-pairs AUROC/EER N={p['n']} D={p['dim']} ({p['pairs']:.3g} pairs): {p['seconds']:.1f} s, "
-              f"{p['pairs_per_s'] / 1e6:.0f} M pairs/s, {p['passes']} passes, "
-              f"{p['refined_bins']} refined bins, "
-              f"peak RSS {p['peak_rss_mb']:.0f} MB, working set {p['working_set_mb']:.0f} MB "
-              f"(embeddings {p['embeddings_mb']:.0f} MB), AUROC {p['auroc']:.6f}, EER {p['eer']:.6f}")
+    for p in results.get("all_pairs", []):
+        print(f"all-pairs AUROC/EER N={p['n']} D={p['dim']} ({p['pairs']:.3g} pairs), {p['method']} "
+              f"{p['level_bits']}: {p['seconds']:.1f} s, {p['pairs_per_s'] / 1e6:.0f} M pairs/s, "
+              f"{p['passes']} passes, {p['refined_bins']} refined bins, {p['tile_evaluations']} tile "
+              f"evaluations for {p['tiles']} tiles, peak RSS {p['peak_rss_mb']:.0f} MB, working set "
+              f"{p['working_set_mb']:.0f} MB (embeddings {p['embeddings_mb']:.0f} MB), "
+              f"AUROC {p['auroc']:.6f}, EER {p['eer']:.6f}")
+    pairs = results.get("all_pairs", [])
+    if len(pairs) > 1:
+        print("  same AUROC/EER bits: " + str(len({(p["auroc"], p["eer"]) for p in pairs}) == 1)
+              + ", seconds ratio " + " / ".join(f"{p['seconds'] / pairs[0]['seconds']:.2f}" for p in pairs))
 
 
 def main() -> int:
@@ -572,6 +579,10 @@ def main() -> int:
                              "scores into few float32 values and need more refinement passes (hard data)")
     parser.add_argument("--pairs-spread", type=float, default=0.5,
                         help="label centre scale of the all-pairs items (0: labels carry no signal)")
+    parser.add_argument("--pairs-methods", default="auto,radix",
+                        help="all-pairs methods to time, each in its own child process (auto, minority, "
+                             "radix; see kernels.pair_scores)")
+    parser.add_argument("--pairs-method", default="auto", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--part", choices=("memmap", "pairs"), default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -608,7 +619,8 @@ def main() -> int:
     if args.memmap_gib > 0:
         results["memmap"] = child("memmap", argv)
     if args.pairs_n > 0:
-        results["all_pairs"] = child("pairs", argv)
+        results["all_pairs"] = [child("pairs", [*argv, "--pairs-method", method])
+                                for method in args.pairs_methods.split(",")]
     results["loadavg_end"] = os.getloadavg()
     print_table(results)
     if args.json:

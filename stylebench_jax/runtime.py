@@ -1,5 +1,6 @@
 """Process-wide settings a command applies once at start-up (never library code): the C
-allocator's behaviour (:func:`tune_malloc`) and JAX's persistent compilation cache."""
+allocator's behaviour (:func:`tune_malloc`) and JAX's persistent compilation cache; and
+:func:`release_free_heap`, which a long kernel may call between phases."""
 
 from __future__ import annotations
 
@@ -56,3 +57,16 @@ def tune_malloc() -> bool:
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     settings = ((M_ARENA_MAX, 1), (M_MMAP_MAX, 0), (M_TRIM_THRESHOLD, -1))
     return all(mallopt(param, value) == 1 for param, value in settings)
+
+
+def release_free_heap() -> bool:
+    """Hand the C heap's free pages back to the system (glibc ``malloc_trim(0)``): memory a finished
+    phase freed (its XLA temporaries, its compilation) otherwise stays resident beside the next
+    phase's buffers. Measured in the all-pairs minority method at N = 50,000 (hard data): the
+    collection phase left ~55 MB of freed heap resident through the counting pass. Returns whether
+    anything was released; False off glibc."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    trim = ctypes.CDLL(None).malloc_trim
+    trim.argtypes, trim.restype = (ctypes.c_size_t,), ctypes.c_int
+    return trim(0) == 1

@@ -63,3 +63,34 @@ def test_entry_tunes_only_the_train_command(monkeypatch, argv, tuned):
     monkeypatch.setattr(sys, "argv", ["stylebench", *argv])
     assert cli.entry() == 0
     assert calls == (["tune", "main"] if tuned else ["main"])
+
+
+TRIM_PROBE = """
+import ctypes, json
+from stylebench_jax.runtime import release_free_heap
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
+libc.free.argtypes = (ctypes.c_void_p,)
+def rss_mb():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+blocks = [libc.malloc(4096) for _ in range(50_000)]  # ~200 MB of small blocks on the main heap
+for b in blocks:
+    ctypes.memset(b, 1, 4096)
+pin = libc.malloc(4096)  # above them: the heap's top cannot shrink on its own
+before = rss_mb()
+for b in blocks:
+    libc.free(b)
+freed = rss_mb()
+released = release_free_heap()
+print(json.dumps({"before": before, "freed": freed, "after": rss_mb(), "released": released}))
+"""
+
+
+def test_release_free_heap_returns_freed_pages():
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", TRIM_PROBE], capture_output=True, text=True, timeout=120,
+                         cwd=REPO, env={**clean, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    rss = json.loads(out.stdout.strip().splitlines()[-1])
+    assert rss["freed"] > rss["before"] - 20  # glibc keeps the freed blocks resident
+    assert rss["released"] and rss["after"] < rss["freed"] - 150

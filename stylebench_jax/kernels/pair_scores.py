@@ -5,8 +5,28 @@ product (cosine for L2-normalised rows); a pair is positive when both labels are
 ``N x N`` matrix is never formed: ``[B, B]`` tiles of the upper triangle are scored on the devices
 (tiles dealt out over the mesh's ``data`` axis) and counted into histograms keyed by the float32
 score's bit pattern, mapped to an unsigned 32-bit key that sorts like the float (``-0.0`` counted
-as ``+0.0``). The key is resolved level by level (``level_bits``, e.g. 16 + 8 + 8 bits), one pass
-over all tiles per level:
+as ``+0.0``). Each pass over the tiles recomputes every tile's ``[B, B]`` product, so the methods
+differ in how many passes they need.
+
+**Minority method** (the default when it fits; ``_minority_roc``). The class counts come from the
+labels alone (``sum_g n_g (n_g - 1) / 2`` positives). The rarer class (positives, unless one label
+holds most items) is collected exactly: with the rows sorted by label its pairs lie in the tiles
+near the diagonal (at N = 50,000 in groups of ~50 and B = 2048, 49 of 325 tiles), computed once
+and compacted into a ``[count]`` key list. Its distinct key prefixes (top ``b`` bits, ``b`` in
+16..24 chosen for the fewest passes, then the smallest tables) become slots with a full table of
+the ``32 - b`` low bits; one pass over all tiles then counts the other class at its full key
+inside the slots and per prefix elsewhere. Every rarer-class key ``k`` then knows exactly how many
+other-class pairs score below it and equal to it, which is the Mann-Whitney U, ties included.
+When the slot tables exceed ``max_fine_bytes`` they are split over passes (each later pass must
+reproduce the first one's per-prefix totals, or it raises). Memory: the rarer class's keys (4
+bytes each, a buffer per device during the collection: at most half of ``max_fine_bytes``), and
+one pass's tables (per-prefix int32 counts, the slot tables, the prefix-to-slot lookup on each
+device) within ``max_fine_bytes``. Passes at N = 50,000: 1 (plus the collection tiles) where radix
+needs 2 (384-d data) or 4 (hard data).
+
+**Radix method** (``method="radix"``, or when the rarer class's keys do not fit half the budget).
+The key is resolved level by level (``level_bits``, e.g. 16 + 8 + 8 bits), one pass over all tiles
+per level:
 
 * level 0 counts positives and negatives per key prefix. Pairs in different prefixes are ordered by
   the prefix, so all cross-prefix comparisons of the Mann-Whitney U are known exactly; the pairs
@@ -47,6 +67,7 @@ from stylebench_jax.kernels.blockwise import canonical
 from stylebench_jax.metrics.labels import encode_labels
 from stylebench_jax.metrics.roc import auroc_eer, eer_from_counts, exact_dot, twice_u
 from stylebench_jax.parallel import batch_sharding, pad_rows, replicated, resolve_mesh, round_up
+from stylebench_jax.runtime import release_free_heap
 
 SPARSE_LEVELS = (16, 8, 8)  # key bits resolved per histogram level (sum 32): few pairs per bin
 DENSE_LEVELS = (20, 12)  # one pass fewer when bins are well filled (> DENSE_PAIRS pairs)
@@ -57,8 +78,9 @@ MAX_COUNTS_PER_CALL = 2**31 - 1  # pairs per jitted call, all devices: the int32
 @dataclasses.dataclass(frozen=True)
 class PairsRoc:
     """AUROC and EER of a pair set. ``auroc_error_bound``: 0 when exact (``tolerance=0``);
-    ``level_bits``, ``passes``, ``refined_bins``: how the all-pairs histograms were resolved
-    (empty / 0 for a listed pair set)."""
+    ``level_bits``, ``passes``, ``refined_bins``, ``method``: how the all-pairs histograms were
+    resolved; ``tiles``: upper-triangle ``[B, B]`` tiles, ``tile_evaluations``: tiles computed over
+    all passes (a tile computed in two passes counts twice). Empty / 0 for a listed pair set."""
 
     auroc: float
     eer: float
@@ -69,6 +91,9 @@ class PairsRoc:
     level_bits: tuple[int, ...] = ()
     passes: int = 0
     refined_bins: int = 0
+    method: str = ""
+    tiles: int = 0
+    tile_evaluations: int = 0
 
 
 def float_keys(scores: jnp.ndarray) -> jnp.ndarray:
@@ -137,13 +162,96 @@ def _hist_step(mesh: Mesh, block: int, bits: tuple[int, ...], level: int, slots:
     return jax.jit(fn)
 
 
-class _Tiles:
-    """Upper-triangle tile list dealt out over devices, in calls of bounded size."""
+def _local_collect(tiles, x, labels, n, *, block: int, cls: int, cap: int):
+    """Keys of this device's pairs of class ``cls`` (1: same label, 0: different labels):
+    ``[cap]`` uint32 whose first ``count`` entries are set (tile order), and ``count``."""
 
-    def __init__(self, n: int, block: int, mesh: Mesh):
+    def body(t, carry):
+        buf, count = carry
+        keys, valid, positive = _tile(x, labels, n, block, tiles[t, 0], tiles[t, 1])
+        take = (valid & (positive == cls)).ravel()
+        rank = jnp.cumsum(take.astype(jnp.int32))
+        index = jnp.where(take, count + rank - 1, cap)
+        return buf.at[index].set(keys.ravel(), mode="drop"), count + rank[-1]
+
+    init = (lax.pcast(jnp.zeros(cap, jnp.uint32), ("data",), to="varying"),
+            lax.pcast(jnp.int32(0), ("data",), to="varying"))
+    buf, count = lax.fori_loop(0, tiles.shape[0], body, init)
+    return buf, count[None]
+
+
+@functools.lru_cache(maxsize=8)
+def _collect_step(mesh: Mesh, block: int, cls: int, cap: int):
+    fn = jax.shard_map(functools.partial(_local_collect, block=block, cls=cls, cap=cap), mesh=mesh,
+                       in_specs=(P("data"), P(), P(), P()), out_specs=(P("data"), P("data")), check_vma=True)
+    return jax.jit(fn)
+
+
+def _local_counts(tiles, x, labels, n, lut, slot0, *, block: int, bits: int, slots: int, cls: int,
+                  first: bool):
+    """Counts of this device's pairs of the other class than ``cls`` (the majority), summed over
+    devices: ``[2^bits * first + slots * 2^(32 - bits)]`` int32. A pair whose key prefix (top
+    ``bits`` bits) has a slot in ``lut`` within ``[slot0, slot0 + slots)`` is counted at its full
+    key: ``coarse + (slot - slot0) * 2^(32 - bits) + low bits``; with ``first`` every other pair
+    is counted at its prefix (index < ``2^bits``); the rest are dropped."""
+    shift = 32 - bits
+    width = 1 << shift
+    coarse = (1 << bits) if first else 0
+    size = coarse + slots * width
+
+    def body(t, hist):
+        keys, valid, positive = _tile(x, labels, n, block, tiles[t, 0], tiles[t, 1])
+        prefix = (keys >> shift).astype(jnp.int32)
+        local = lut[prefix] - slot0  # lut -1: no key of the rarer class has this prefix
+        fine = (local >= 0) & (local < slots)
+        low = (keys & jnp.uint32(width - 1)).astype(jnp.int32)
+        index = jnp.where(fine, coarse + local * width + low, prefix if first else size)
+        index = jnp.where(valid & (positive != cls), index, size)
+        return hist.at[index.ravel()].add(1, mode="drop")
+
+    init = lax.pcast(jnp.zeros(size, jnp.int32), ("data",), to="varying")
+    hist = lax.fori_loop(0, tiles.shape[0], body, init)
+    return lax.psum(hist, "data") if lax.axis_size("data") > 1 else hist
+
+
+@functools.lru_cache(maxsize=16)
+def _count_step(mesh: Mesh, block: int, bits: int, slots: int, cls: int, first: bool):
+    fn = jax.shard_map(
+        functools.partial(_local_counts, block=block, bits=bits, slots=slots, cls=cls, first=first),
+        mesh=mesh, in_specs=(P("data"), P(), P(), P(), P(), P()),
+        out_specs=P() if mesh.shape["data"] > 1 else P("data"), check_vma=True)
+    return jax.jit(fn)
+
+
+def _minority_tiles(codes: np.ndarray, block: int, cls: int) -> np.ndarray:
+    """Upper-triangle tiles ``[T, 2]`` (row block, column block) holding a pair ``i < j`` of class
+    ``cls`` when ``codes`` are sorted. Sorted, blocks r < c share a label only as r's last and c's
+    first; all of a tile's labels are equal only when r's first equals c's last."""
+    n = codes.size
+    n_blocks = -(-n // block)
+    starts = np.arange(n_blocks) * block
+    first, last = codes[starts], codes[np.minimum(starts + block, n) - 1]
+    r, c = np.triu_indices(n_blocks)
+    if cls == 1:
+        same_next = np.flatnonzero(codes[1:] == codes[:-1])  # rows k, k + 1 share a label
+        inside = same_next[same_next // block == (same_next + 1) // block] // block
+        has_dup = np.bincount(inside, minlength=n_blocks) > 0
+        keep = np.where(r == c, has_dup[r], last[r] == first[c])
+    else:
+        keep = first[r] != last[c]
+    return np.stack([r[keep], c[keep]], axis=1)
+
+
+class _Tiles:
+    """Tile list (default: the whole upper triangle) dealt out over devices, in calls of bounded
+    size (each call's int32 counts stay below 2^31)."""
+
+    def __init__(self, n: int, block: int, mesh: Mesh, pairs: np.ndarray | None = None):
         n_blocks = -(-n // block)
-        r, c = np.triu_indices(n_blocks)
-        self.pairs = np.stack([r, c], axis=1).astype(np.int32)
+        if pairs is None:
+            r, c = np.triu_indices(n_blocks)
+            pairs = np.stack([r, c], axis=1)
+        self.pairs = np.asarray(pairs, np.int32).reshape(-1, 2)
         self.n_data = mesh.shape["data"]
         budget = MAX_COUNTS_PER_CALL // (block * block * self.n_data)
         self.per_call = max(1, min(budget, -(-len(self.pairs) // self.n_data)))
@@ -161,6 +269,24 @@ class _Tiles:
             padded[:, 0] = -1
             padded[: len(part)] = part
             yield jax.device_put(padded[order], sharding)
+
+
+def _pass_total(step, tiles: _Tiles, args: tuple, total_dtype) -> np.ndarray:
+    """One pass over ``tiles``: ``step(tile_array, *args)`` per call, the int32 counts summed on
+    the host (int32 / int64 ``total_dtype``)."""
+    total = None
+    for tile_arr in tiles.calls():
+        out = step(tile_arr, *args)
+        part = np.asarray(jax.device_get(out))
+        del out
+        if total is None:
+            # one call: its output, read-only as fetched, is the total (a writeable copy
+            # doubled the pass's memory); more calls: a running total to add into
+            total = part if tiles.n_calls == 1 else part.astype(total_dtype, copy=True)
+        else:
+            np.add(total, part, out=total, casting="unsafe")
+        del part
+    return total
 
 
 def _crossing(pos: np.ndarray, neg: np.ndarray, n_pos: int, n_neg: int) -> int:
@@ -205,15 +331,23 @@ def _mixed(flat_pos: np.ndarray, flat_neg: np.ndarray, offset: int = 0):
 
 def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mesh | None = None,
                         tolerance: float = 0.0, max_fine_bytes: int = 512 << 20,
-                        level_bits: tuple[int, ...] | None = None) -> PairsRoc:
+                        level_bits: tuple[int, ...] | None = None, method: str = "auto") -> PairsRoc:
     """AUROC and EER over all pairs ``i < j`` of ``embeddings [N, D]`` (float32 inner products;
     L2-normalise first for cosine), positive when ``labels[i] == labels[j]`` (any hashable labels).
 
-    Returns a :class:`PairsRoc` (``auroc_error_bound`` 0 when exact, ``tolerance=0``). Memory per device:
+    ``method``: ``"minority"`` (the rarer class's scores collected exactly, then one counting pass
+    over all tiles when its tables fit ``max_fine_bytes``; see the module docstring), ``"radix"``
+    (level-by-level key histograms; ``tolerance`` and ``level_bits`` apply to it), or ``"auto"``:
+    minority when the rarer class's keys fit half the budget and ``level_bits`` is not given, else
+    radix. Both are exact (``tolerance=0``); minority ignores ``tolerance`` (its error is 0).
+
+    Returns a :class:`PairsRoc` (``auroc_error_bound`` 0 when exact). Memory per device:
     O(N D + block^2) plus histograms; those of one pass take at most ``max_fine_bytes`` over all
-    devices (more mixed bins -> more passes). ``level_bits``: key bits per level (sum 32); default
-    ``(20, 12)`` above ``DENSE_PAIRS`` pairs (two passes), else ``(16, 8, 8)`` (small tables).
+    devices (more mixed bins -> more passes). Radix ``level_bits``: key bits per level (sum 32);
+    default ``(20, 12)`` above ``DENSE_PAIRS`` pairs (two passes), else ``(16, 8, 8)`` (small tables).
     """
+    if method not in ("auto", "minority", "radix"):
+        raise ValueError(f"method: expected 'auto', 'minority' or 'radix', found {method!r}")
     x = np.ascontiguousarray(np.asarray(embeddings), dtype=np.float32)
     if x.ndim != 2:
         raise ValueError(f"embeddings: expected a 2-D array [N, D], found shape {x.shape}")
@@ -224,20 +358,48 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
         raise ValueError(f"labels: expected shape ({x.shape[0]},), found {labels.shape}")
     codes = encode_labels(labels)[0].astype(np.int32)
     n = x.shape[0]
-    mesh = resolve_mesh(mesh)
-    block = min(block_size, round_up(n, 8))
-    padded = round_up(n, block)
-    rep = replicated(mesh)
-    data = (jax.device_put(pad_rows(x, padded), rep), jax.device_put(pad_rows(codes, padded, value=-1), rep),
-            jax.device_put(np.int32(n), rep))
-    tiles = _Tiles(n, block, mesh)
     n_pairs = n * (n - 1) // 2
+    sizes = np.bincount(codes).astype(np.int64)
+    n_pos = int((sizes * (sizes - 1) // 2).sum())
+    n_neg = n_pairs - n_pos
+    if n_pos == 0 or n_neg == 0:  # known from the labels: refused before any tile is computed
+        raise ValueError(f"AUROC/EER need positive and negative pairs, found {n_pos} and {n_neg}")
     bits = tuple(level_bits or (DENSE_LEVELS if n_pairs > DENSE_PAIRS else SPARSE_LEVELS))
     if sum(bits) != 32 or min(bits) < 1 or max(bits) > 24:
         raise ValueError(f"level_bits: expected levels of 1..24 bits summing to 32, found {bits}")
-
+    mesh = resolve_mesh(mesh)
+    block = min(block_size, round_up(n, 8))
     # int32 totals while no count can pass 2^31 - 1 (each call's own counts are int32 anyway)
     total_dtype = np.int32 if n_pairs < 2**31 else np.int64
+    if method == "minority" or (method == "auto" and level_bits is None):
+        result = _minority_roc(x, codes, n_pos, n_neg, block=block, mesh=mesh, max_fine_bytes=max_fine_bytes,
+                               total_dtype=total_dtype)
+        if result is not None:
+            return result
+        if method == "minority":
+            raise ValueError(f"method='minority': the {min(n_pos, n_neg):,} scores of the rarer class do not "
+                             f"fit max_fine_bytes={max_fine_bytes:,}; use method='radix' or a larger budget")
+    return _radix_roc(x, codes, n_pos, n_neg, block=block, mesh=mesh, tolerance=tolerance,
+                      max_fine_bytes=max_fine_bytes, bits=bits, total_dtype=total_dtype)
+
+
+def _device_data(x: np.ndarray, codes: np.ndarray, block: int, mesh: Mesh):
+    """Rows padded to a whole block (labels -1), replicated on every device, and ``n``."""
+    n = x.shape[0]
+    padded = round_up(n, block)
+    rep = replicated(mesh)
+    return (jax.device_put(pad_rows(x, padded), rep), jax.device_put(pad_rows(codes, padded, value=-1), rep),
+            jax.device_put(np.int32(n), rep))
+
+
+def _radix_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, tolerance: float,
+               max_fine_bytes: int, bits: tuple[int, ...], total_dtype) -> PairsRoc:
+    """The radix method: level 0 over all keys, then each level refines the mixed bins."""
+    n = x.shape[0]
+    n_pairs = n_pos + n_neg
+    rep = replicated(mesh)
+    data = _device_data(x, codes, block, mesh)
+    tiles = _Tiles(n, block, mesh)
 
     def histograms(level: int, luts: tuple, n_slots: int):
         """Yield ``(slot0, counts [m, 2^w, 2])`` (neg, pos) for the refined slots ``slot0 + [0, m)``
@@ -256,18 +418,8 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
         step = _hist_step(mesh, block, bits, level, per_pass)
         luts_dev = tuple(jax.device_put(lut, rep) for lut in luts)
         for slot0 in range(0, n_slots, per_pass):
-            total = None
-            for tile_arr in tiles.calls():
-                out = step(tile_arr, *data, luts_dev, jax.device_put(np.int32(slot0), rep))
-                part = np.asarray(jax.device_get(out))
-                del out
-                if total is None:
-                    # one call: its output, read-only as fetched, is the total (a writeable copy
-                    # doubled the pass's memory); more calls: a running total to add into
-                    total = part if tiles.n_calls == 1 else part.astype(total_dtype, copy=True)
-                else:
-                    np.add(total, part, out=total, casting="unsafe")
-                del part
+            total = _pass_total(step, tiles, (*data, luts_dev, jax.device_put(np.int32(slot0), rep)),
+                                total_dtype)
             stats["passes"] += 1
             yield slot0, total.reshape(per_pass, width, 2)[: min(per_pass, n_slots - slot0)]
             del total
@@ -276,9 +428,9 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     _, counts = next(histograms(0, (), 1))
     neg, pos = counts[..., 0].ravel().astype(np.int64), counts[..., 1].ravel().astype(np.int64)
     del counts
-    n_pos, n_neg = int(pos.sum()), int(neg.sum())
-    if n_pos == 0 or n_neg == 0:
-        raise ValueError(f"AUROC/EER need positive and negative pairs, found {n_pos} and {n_neg}")
+    if (int(pos.sum()), int(neg.sum())) != (n_pos, n_neg):
+        raise RuntimeError(f"all pairs: level 0 counted {int(pos.sum())} positive and {int(neg.sum())} "
+                           f"negative pairs, the labels give {n_pos} and {n_neg}")
     u2 = twice_u(pos, neg)  # every bin counted as one tie group; refinement corrects that below
     # ROC sequence for the EER: level-0 bins with the crossing bin replaced by its sub-bins, level
     # after level; seq[at:at + window] are the current level's bins base .. base + window - 1.
@@ -322,7 +474,203 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
             mixed = tuple(np.concatenate([f[i] for f in found]) for i in range(3))
             n_entries = refine.size * width
     return PairsRoc(float(Fraction(u2, 2 * n_pos * n_neg)), eer_from_counts(seq_pos, seq_neg), n_pos, n_neg,
-                    n_pairs, bound, bits, stats["passes"], stats["refined_bins"])
+                    n_pairs, bound, bits, stats["passes"], stats["refined_bins"], method="radix",
+                    tiles=len(tiles.pairs), tile_evaluations=stats["passes"] * len(tiles.pairs))
+
+
+
+
+def _exact_sum(values: np.ndarray, bound: int) -> int:
+    """Exact sum (Python int) of non-negative int64 ``values`` each at most ``bound``."""
+    piece = max(1, (1 << 62) // max(bound, 1))
+    return sum(int(values[i:i + piece].sum()) for i in range(0, values.size, piece))
+
+
+def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, max_fine_bytes: int,
+                  total_dtype) -> PairsRoc | None:
+    """The minority method (None when its tables do not fit ``max_fine_bytes``).
+
+    1. Rows are sorted by label, so the pairs of the rarer class ``cls`` (usually the positives)
+       sit in few tiles (near the diagonal); those tiles are computed once and the class's float32
+       keys collected exactly.
+    2. A prefix width ``b`` (16-24 bits) is chosen so that the prefixes holding a collected key
+       ("slots") fit the budget, each with a full ``2^(32 - b)`` table of low bits, in as few passes
+       as possible (usually one).
+    3. One pass over all tiles counts the other class: at the full key inside the slots, per
+       prefix elsewhere. With each rarer-class key ``k``: ``below(k)`` other-class pairs with a
+       smaller key (prefix totals before its slot plus its slot's table below ``k``) and ``eq(k)``
+       equal ones give ``2 U`` exactly. Later passes (more slots than fit) must reproduce the first
+       pass's per-prefix totals (checked: a tile recomputed differently would raise).
+    The EER's crossing entry (prefix level) is expanded to its full keys when it is a slot.
+    """
+    n = x.shape[0]
+    n_pairs = n_pos + n_neg
+    n_data = mesh.shape["data"]
+    cls = 1 if n_pos <= n_neg else 0
+    m = min(n_pos, n_neg)
+    # device buffers of the collection (each device may hold all m); on the host the keys, their
+    # slots and low bits (int32 each)
+    if m * 4 * (n_data + 3) > max_fine_bytes // 2:
+        return None
+    order = np.argsort(codes, kind="stable")
+    x, codes = x[order], codes[order]
+    rep = replicated(mesh)
+    data = _device_data(x, codes, block, mesh)
+    collect = _Tiles(n, block, mesh, _minority_tiles(codes, block, cls))
+    step = _collect_step(mesh, block, cls, m)
+    parts = []
+    for tile_arr in collect.calls():
+        buf, count = step(tile_arr, *data)
+        buf, count = np.asarray(jax.device_get(buf)).reshape(n_data, m), np.asarray(jax.device_get(count))
+        parts += [buf[d, :count[d]].copy() for d in range(n_data)]
+        del buf
+    keys = np.sort(np.concatenate(parts))
+    del parts
+    if keys.size != m:
+        raise RuntimeError(f"all pairs: collected {keys.size} scores of the rarer class, the labels give {m}")
+    release_free_heap()  # the collection's freed temporaries, before the counting tables are allocated
+
+    tiles = _Tiles(n, block, mesh)
+    # per count: device copies; more calls add the fetched part and the running total
+    per_count = 4 * n_data * _copies_per_device(n_data) + (0 if tiles.n_calls == 1 else
+                                                           4 + np.dtype(total_dtype).itemsize)
+    best = None
+    for bits in range(16, 25):
+        n_slots = int(np.count_nonzero(np.diff(keys >> np.uint32(32 - bits)))) + 1
+        # the first pass's per-prefix counts and the slot table on each device
+        fixed = (1 << bits) * (per_count + 4 * n_data)
+        slot_bytes = (1 << (32 - bits)) * per_count
+        fit = min((max_fine_bytes - fixed) // slot_bytes, (2**31 - 1 - (1 << bits)) >> (32 - bits))
+        if fit >= 1:
+            passes = -(-n_slots // fit)
+            per_pass = -(-n_slots // passes)
+            cost = (passes, fixed + per_pass * slot_bytes)  # fewest passes, then the smallest tables
+            if best is None or cost < best[0]:
+                best = (cost, bits, per_pass)
+    if best is None:
+        return None
+    (passes, _), bits, per_pass = best
+    shift = 32 - bits
+    width = 1 << shift
+    prefixes = np.unique(keys >> np.uint32(shift))
+    n_slots = prefixes.size
+    lut_dev = _slot_lut(jax.device_put(prefixes.astype(np.int32), rep), bits)  # built on the devices
+    key_slot = np.searchsorted(prefixes, keys >> np.uint32(shift)).astype(np.int32)
+    low = (keys & np.uint32(width - 1)).astype(np.int32)
+    del keys
+    starts = np.searchsorted(key_slot, np.arange(n_slots + 1))  # keys of slot s: starts[s]:starts[s + 1]
+    n_major = n_neg if cls == 1 else n_pos
+
+    twice = 0  # sum over the rarer class's keys of 2 below + eq
+    slot_totals = slot_before = None
+    cross_slot, cross_sub = -1, None
+    for slot0 in range(0, n_slots, per_pass):
+        first = slot0 == 0
+        k = min(per_pass, n_slots - slot0)
+        step = _count_step(mesh, block, bits, per_pass, cls, first)
+        total = _pass_total(step, tiles, (*data, lut_dev, jax.device_put(np.int32(slot0), rep)), total_dtype)
+        fine = total[(1 << bits) if first else 0:][:k * width].reshape(k, width)
+        totals = fine.sum(axis=1, dtype=np.int64)
+        if first:
+            # other-class pairs per prefix: the slots of this pass from their tables, every other
+            # prefix (later passes' slots included) from the per-prefix counts
+            coarse = total[:1 << bits]
+            slot_totals = coarse[prefixes].astype(np.int64)
+            slot_totals[:k] = totals
+            found = int(coarse.sum(dtype=np.int64)) + int(totals.sum())
+            if found != n_major:
+                raise RuntimeError(f"all pairs: the counting pass found {found} pairs of the other class, "
+                                   f"the labels give {n_major}")
+            # before slot j: every prefix count below its prefix (0 at this pass's slots), plus
+            # this pass's slot totals below j
+            slot_before = _sums_before(coarse, prefixes)
+            slot_before[:k] += np.cumsum(totals) - totals
+            slot_before[k:] += int(totals.sum())
+            cross, cross_other, above = _prefix_crossing(coarse, prefixes, slot_totals, np.diff(starts), cls,
+                                                         n_pos, n_neg)
+            cross_slot = int(np.searchsorted(prefixes, cross))
+            if cross_slot == n_slots or prefixes[cross_slot] != cross:
+                cross_slot = -1  # one class only at the crossing: its ROC segment is straight
+            del coarse
+        elif not np.array_equal(totals, slot_totals[slot0:slot0 + k]):
+            raise RuntimeError("all pairs: a later pass counted other totals per score prefix than the first "
+                               "(tiles recomputed with different float32 scores)")
+        if slot0 <= cross_slot < slot0 + k:
+            cross_sub = fine[cross_slot - slot0].astype(np.int64)
+        rows = max(1, (32 << 20) // (8 * width))  # int64 cumulative tables of ~32 MB at a time
+        for a in range(0, k, rows):
+            b = min(k, a + rows)
+            lo, hi = starts[slot0 + a], starts[slot0 + b]
+            table = np.cumsum(fine[a:b], axis=1, dtype=np.int64)
+            r, c = key_slot[lo:hi] - slot0 - a, low[lo:hi]
+            eq = fine[a:b][r, c].astype(np.int64)
+            below = slot_before[slot0 + a + r] + table[r, c] - eq
+            twice += _exact_sum(2 * below + eq, 2 * n_major)
+            del table
+        del total, fine
+    u2 = twice if cls == 1 else 2 * n_pos * n_neg - twice
+    # ROC entries for the EER: everything below the crossing prefix, the crossing prefix (its full
+    # keys when it holds both classes), everything above. Merging the entries on either side keeps
+    # the polyline's points at the crossing segment, so the interpolated EER is unchanged.
+    if cross_slot >= 0:
+        rare = np.bincount(low[starts[cross_slot]:starts[cross_slot + 1]], minlength=width).astype(np.int64)
+        cross_rare_other = (rare, cross_sub)
+    else:
+        cross_rare_other = (np.zeros(1, np.int64), np.array([cross_other], np.int64))
+    sub_pos, sub_neg = cross_rare_other if cls == 1 else cross_rare_other[::-1]
+    above_pos, above_neg = above
+    entry_pos = np.concatenate([[n_pos - above_pos - sub_pos.sum()], sub_pos, [above_pos]])
+    entry_neg = np.concatenate([[n_neg - above_neg - sub_neg.sum()], sub_neg, [above_neg]])
+    return PairsRoc(float(Fraction(u2, 2 * n_pos * n_neg)), eer_from_counts(entry_pos, entry_neg), n_pos,
+                    n_neg, n_pairs, 0.0, (bits, shift), passes, n_slots, method="minority",
+                    tiles=len(tiles.pairs), tile_evaluations=len(collect.pairs) + passes * len(tiles.pairs))
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _slot_lut(prefixes, bits: int):
+    """``[2^bits]`` int32: the slot of each key prefix (``prefixes`` ascending), -1 elsewhere."""
+    return jnp.full(1 << bits, -1, jnp.int32).at[prefixes].set(jnp.arange(prefixes.size, dtype=jnp.int32))
+
+
+def _prefix_crossing(coarse: np.ndarray, prefixes: np.ndarray, slot_other: np.ndarray, slot_rare: np.ndarray,
+                     cls: int, n_pos: int, n_neg: int, chunk: int = 1 << 20):
+    """The key prefix whose ROC entry crosses FNR = FPR (:func:`_crossing` on the per-prefix
+    entries), its other-class count, and the (positive, negative) pairs above it. Per-prefix counts
+    are ``coarse`` (other class) with ``slot_other`` / ``slot_rare`` at the slot ``prefixes``;
+    scanned from the top in chunks, so memory is O(chunk) (empty prefixes never cross first)."""
+    seen_pos = seen_neg = 0
+    for hi in range(coarse.size, 0, -chunk):
+        lo = max(0, hi - chunk)
+        other = coarse[lo:hi].astype(np.int64)
+        rare = np.zeros(hi - lo, np.int64)
+        inside = slice(*np.searchsorted(prefixes, [lo, hi]))
+        other[prefixes[inside] - lo] = slot_other[inside]
+        rare[prefixes[inside] - lo] = slot_rare[inside]
+        pos, neg = (rare, other) if cls == 1 else (other, rare)
+        above_pos = seen_pos + np.cumsum(pos[::-1])
+        above_neg = seen_neg + np.cumsum(neg[::-1])
+        hit = np.flatnonzero(1.0 - above_pos / n_pos - above_neg / n_neg <= 0)
+        if hit.size:
+            i = int(hit[0])
+            return (hi - 1 - i, int(other[hi - lo - 1 - i]),
+                    (int(above_pos[i] - pos[::-1][i]), int(above_neg[i] - neg[::-1][i])))
+        seen_pos, seen_neg = int(above_pos[-1]), int(above_neg[-1])
+    raise RuntimeError("all pairs: the ROC never reached FNR = FPR")  # the last entry always does
+
+
+def _sums_before(values: np.ndarray, positions: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
+    """``values[:p].sum()`` (int64) for each of the ascending ``positions``, in chunks of ``values``
+    (O(chunk) temporaries: ``np.add.reduceat`` on the fetched 2^24 prefix counts took +80 MB)."""
+    out = np.empty(positions.size, np.int64)
+    running = 0
+    for lo in range(0, values.size, chunk):
+        hi = min(values.size, lo + chunk)
+        inside = slice(*np.searchsorted(positions, [lo, hi]))
+        cumulative = np.cumsum(values[lo:hi], dtype=np.int64)
+        at = positions[inside].astype(np.int64) - lo
+        out[inside] = running + np.where(at > 0, cumulative[np.maximum(at - 1, 0)], 0)
+        running += int(cumulative[-1])
+    return out
 
 
 def _rowwise(a, b):

@@ -33,12 +33,13 @@ def clustered(rng, n, dim, n_labels, spread=0.8):
     return x / np.linalg.norm(x, axis=1, keepdims=True), labels
 
 
-def test_dyadic_ties_are_exact(mesh):
+@pytest.mark.parametrize("method", ["minority", "radix"])
+def test_dyadic_ties_are_exact(mesh, method):
     """Few distinct scores, many ties across classes: must match to the last bit."""
     rng = np.random.default_rng(0)
     x, labels = dyadic(rng, (257, 6)), rng.integers(0, 5, 257)
     with jax.transfer_guard("disallow"):
-        ours = all_pairs_auroc_eer(x, labels, block_size=64, mesh=mesh)
+        ours = all_pairs_auroc_eer(x, labels, block_size=64, mesh=mesh, method=method)
     auroc, eer = all_pairs_reference(x, labels)
     assert ours.auroc == pytest.approx(auroc, abs=1e-12)
     assert ours.eer == pytest.approx(eer, abs=1e-12)
@@ -47,10 +48,11 @@ def test_dyadic_ties_are_exact(mesh):
 
 
 @pytest.mark.parametrize("n", [9, 500])
-def test_small_pools_on_every_mesh(mesh, n):
+@pytest.mark.parametrize("method", ["minority", "radix"])
+def test_small_pools_on_every_mesh(mesh, n, method):
     rng = np.random.default_rng(n)
     x, labels = clustered(rng, n, 16, 3)
-    ours = all_pairs_auroc_eer(x, labels, block_size=128, mesh=mesh)
+    ours = all_pairs_auroc_eer(x, labels, block_size=128, mesh=mesh, method=method)
     auroc, eer = all_pairs_reference(x, labels)
     assert abs(ours.auroc - auroc) < 1e-6 and abs(ours.eer - eer) < 1e-6
 
@@ -58,17 +60,55 @@ def test_small_pools_on_every_mesh(mesh, n):
 def test_three_thousand_items_match_sklearn():
     rng = np.random.default_rng(1)
     x, labels = clustered(rng, 3000, 32, 40)
-    ours = all_pairs_auroc_eer(x, labels, block_size=512, mesh=meshes()["1dev"])
     auroc, eer = all_pairs_reference(x, labels)
-    assert abs(ours.auroc - auroc) < 1e-6 and abs(ours.eer - eer) < 1e-6
-    assert ours.refined_bins > 0
+    radix = all_pairs_auroc_eer(x, labels, block_size=512, mesh=meshes()["1dev"], method="radix")
+    ours = all_pairs_auroc_eer(x, labels, block_size=512, mesh=meshes()["1dev"])
+    for result in (radix, ours):
+        assert abs(result.auroc - auroc) < 1e-6 and abs(result.eer - eer) < 1e-6
+        assert result.refined_bins > 0
+    assert (ours.auroc, ours.eer) == (radix.auroc, radix.eer)
+    # the default computes the tiles holding positives, then every tile once (radix: once per level)
+    assert ours.method == "minority" and ours.passes == 1 and radix.passes == 3
+    assert ours.tiles == radix.tiles == 21
+    assert radix.tile_evaluations == 63 and 21 < ours.tile_evaluations < 2 * 21
+
+
+def test_minority_method_negatives_rarer_and_several_passes():
+    """One big label: the negatives are the rarer class; a small budget splits the counting into
+    passes whose per-prefix totals are checked against the first."""
+    rng = np.random.default_rng(9)
+    labels = (rng.random(900) < 0.93).astype(int)  # two labels, one holding most items
+    x = rng.standard_normal((900, 16)) + 0.8 * rng.standard_normal((2, 16))[labels]
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    auroc, eer = all_pairs_reference(x, labels)
+    one = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="minority")
+    assert one.n_neg < one.n_pos and one.passes == 1
+    assert abs(one.auroc - auroc) < 1e-6 and abs(one.eer - eer) < 1e-6
+    radix = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="radix")
+    assert (one.auroc, one.eer) == (radix.auroc, radix.eer)
+    many = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="minority",
+                               max_fine_bytes=3 << 20)
+    assert many.passes > 1 and (many.auroc, many.eer) == (one.auroc, one.eer)
+
+
+def test_minority_method_needs_its_budget():
+    rng = np.random.default_rng(10)
+    x, labels = clustered(rng, 300, 8, 4)
+    with pytest.raises(ValueError, match="method='minority'.*max_fine_bytes"):
+        all_pairs_auroc_eer(x, labels, method="minority", max_fine_bytes=1 << 16)
+    auto = all_pairs_auroc_eer(x, labels, max_fine_bytes=1 << 16)  # falls back to radix, still exact
+    auroc, eer = all_pairs_reference(x, labels)
+    assert auto.method == "radix" and abs(auto.auroc - auroc) < 1e-6 and abs(auto.eer - eer) < 1e-6
+    with pytest.raises(ValueError, match="method"):
+        all_pairs_auroc_eer(x, labels, method="sorted")
 
 
 def test_tolerance_bounds_the_error_and_keeps_eer_exact():
     rng = np.random.default_rng(2)
     x, labels = clustered(rng, 1200, 16, 10)
-    exact = all_pairs_auroc_eer(x, labels, block_size=256, mesh=meshes()["1dev"])
-    loose = all_pairs_auroc_eer(x, labels, block_size=256, mesh=meshes()["1dev"], tolerance=1e-3)
+    exact = all_pairs_auroc_eer(x, labels, block_size=256, mesh=meshes()["1dev"], method="radix")
+    loose = all_pairs_auroc_eer(x, labels, block_size=256, mesh=meshes()["1dev"], tolerance=1e-3,
+                                method="radix")
     assert 0 < loose.auroc_error_bound <= 1e-3
     assert loose.refined_bins < exact.refined_bins
     assert abs(loose.auroc - exact.auroc) <= loose.auroc_error_bound
@@ -89,12 +129,14 @@ def test_several_fine_passes_give_the_same_answer(monkeypatch):
     """Passes folded one by one (small budget), and several jitted calls summed per pass."""
     rng = np.random.default_rng(3)
     x, labels = clustered(rng, 700, 16, 7)
-    one = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"])
-    many = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=1 << 16)
+    one = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="radix")
+    many = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=1 << 16,
+                               method="radix")
     assert many.passes > 2
     assert (many.auroc, many.eer) == (one.auroc, one.eer)
     monkeypatch.setattr(pair_scores, "MAX_COUNTS_PER_CALL", 3 * 128 * 128)  # 3 tiles per call: 7 calls
-    split = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=1 << 16)
+    split = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=1 << 16,
+                                method="radix")
     assert (split.auroc, split.eer) == (one.auroc, one.eer)
     assert split.passes > many.passes  # the running total counts against the budget too
 
@@ -168,3 +210,56 @@ def test_twenty_thousand_items_all_pairs():
     sub = rng.choice(20_000, 1500, replace=False)
     auroc, eer = all_pairs_reference(x[sub], labels[sub])
     assert abs(result.auroc - auroc) < 0.02 and abs(result.eer - eer) < 0.03
+
+
+@pytest.mark.parametrize("cls", [0, 1])
+def test_prefix_crossing_scans_in_chunks_like_the_whole_roc(cls):
+    """The minority method's crossing search (chunked, from the top) finds the entry
+    ``_crossing`` finds on the whole per-prefix ROC, and the counts above it."""
+    rng = np.random.default_rng(11)
+    coarse = rng.integers(0, 50, 300).astype(np.int32)
+    coarse[rng.random(300) < 0.4] = 0
+    prefixes = np.sort(rng.choice(300, 40, replace=False))
+    slot_other, slot_rare = rng.integers(0, 30, 40), rng.integers(1, 30, 40)
+    coarse[prefixes] = slot_other  # a later pass's slots keep their per-prefix count
+    other, rare = coarse.astype(np.int64), np.zeros(300, np.int64)
+    rare[prefixes] = slot_rare
+    pos, neg = (rare, other) if cls == 1 else (other, rare)
+    at = pair_scores._crossing(pos, neg, int(pos.sum()), int(neg.sum()))
+    for chunk in (7, 64, 1 << 20):
+        found = pair_scores._prefix_crossing(coarse, prefixes, slot_other, slot_rare, cls, int(pos.sum()),
+                                             int(neg.sum()), chunk=chunk)
+        assert found == (at, int(other[at]), (int(pos[at + 1:].sum()), int(neg[at + 1:].sum())))
+
+
+@pytest.mark.parametrize("seed, crossing_holds_positives", [(0, True), (2, False)])
+def test_minority_eer_whether_or_not_the_crossing_prefix_holds_positives(monkeypatch, seed,
+                                                                         crossing_holds_positives):
+    """The EER's crossing prefix is expanded to full keys when it holds both classes, and kept
+    whole when it holds negatives only: both exact (sklearn), both equal to radix's bits."""
+    seen = []
+    crossing = pair_scores._prefix_crossing
+
+    def spy(coarse, prefixes, *args, **kwargs):
+        found = crossing(coarse, prefixes, *args, **kwargs)
+        seen.append(found[0] in set(prefixes.tolist()))
+        return found
+
+    monkeypatch.setattr(pair_scores, "_prefix_crossing", spy)
+    x, labels = clustered(np.random.default_rng(seed), 400, 16, 120, spread=0.2)
+    ours = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="minority")
+    assert seen == [crossing_holds_positives]
+    radix = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="radix")
+    auroc, eer = all_pairs_reference(x, labels)
+    assert abs(ours.auroc - auroc) < 1e-6 and ours.eer == pytest.approx(eer, abs=1e-12)
+    assert (ours.auroc, ours.eer) == (radix.auroc, radix.eer)
+
+
+def test_sums_before_in_chunks():
+    rng = np.random.default_rng(12)
+    values = rng.integers(0, 1000, 5000).astype(np.int32)
+    positions = np.sort(rng.choice(5000, 300, replace=False))
+    positions[0] = 0
+    expected = np.array([values[:p].sum() for p in positions])
+    for chunk in (7, 1000, 1 << 20):
+        assert np.array_equal(pair_scores._sums_before(values, positions, chunk=chunk), expected)
