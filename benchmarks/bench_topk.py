@@ -576,7 +576,8 @@ def main() -> int:
     parser.add_argument("--pairs-block", type=int, default=2048)
     parser.add_argument("--pairs-dim", type=int, default=0,
                         help="dimension of the all-pairs items (default: --dim); low dimensions crowd the "
-                             "scores into few float32 values and need more refinement passes (hard data)")
+                             "scores into few float32 values (hard data: the radix method needs more "
+                             "refinement passes, the minority method larger tables)")
     parser.add_argument("--pairs-spread", type=float, default=0.5,
                         help="label centre scale of the all-pairs items (0: labels carry no signal)")
     parser.add_argument("--pairs-methods", default="auto,radix",
