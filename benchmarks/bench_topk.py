@@ -46,7 +46,9 @@ where the CPU has them: how far XLA's bfloat16 dot is from what the hardware giv
 reads, bounded memory) in a child process, so its RSS is its own. ``--pairs-n M`` times the exact
 all-pairs AUROC/EER over M(M-1)/2 pairs, each method of ``--pairs-methods`` (default: the
 default ``auto``, then ``radix``) in its own child process (``--pairs-dim 16 --pairs-spread 0.3``:
-hard data, heavily overlapping classes whose scores crowd into few float32 values). The
+hard data, heavily overlapping classes whose scores crowd into few float32 values; or
+``--pairs-real EMB.npy --pairs-labels LABELS.npy``: real embeddings and their labels tiled to
+``--pairs-n`` rows like ``--real``, each copy keeping its source's label). The
 load average is stored: the 2 cores may be shared with other jobs, which slows every method alike
 only roughly.
 """
@@ -54,6 +56,7 @@ only roughly.
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import json
 import os
@@ -463,16 +466,26 @@ def memmap_part(args) -> dict:
 def pairs_part(args) -> dict:
     rng = np.random.default_rng(args.seed + 3)
     n, dim = args.pairs_n, args.pairs_dim or args.dim
-    labels = rng.integers(0, max(2, n // 50), n)
-    centres = rng.standard_normal((labels.max() + 1, dim)).astype(np.float32)
-    x = rng.standard_normal((n, dim)).astype(np.float32) + args.pairs_spread * centres[labels]
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    if args.pairs_real:  # real embeddings and labels, tiled to n rows as --real tiles the pool
+        real, source_labels = np.load(args.pairs_real), np.load(args.pairs_labels)
+        if source_labels.shape != (real.shape[0],):
+            raise SystemExit(f"--pairs-labels: expected {real.shape[0]} labels (one per row of "
+                             f"--pairs-real), found shape {source_labels.shape}")
+        order = copy.deepcopy(rng).permutation(real.shape[0])  # the permutation tiled_rows draws
+        x, _ = tiled_rows(rng, real, n, 0, args.tile_noise)
+        labels, dim = source_labels[order][np.arange(n) % real.shape[0]], real.shape[1]
+    else:
+        labels = rng.integers(0, max(2, n // 50), n)
+        centres = rng.standard_normal((labels.max() + 1, dim)).astype(np.float32)
+        x = rng.standard_normal((n, dim)).astype(np.float32) + args.pairs_spread * centres[labels]
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
     jnp.zeros(1).block_until_ready()  # the XLA client's own start-up is not the kernel's working set
     with PeakRss() as rss:
         start = time.perf_counter()
         result = all_pairs_auroc_eer(x, labels, block_size=args.pairs_block, method=args.pairs_method)
         seconds = time.perf_counter() - start
-    return {"n": n, "dim": dim, "spread": args.pairs_spread, "pairs": result.n_pairs, "seconds": seconds,
+    return {"n": n, "dim": dim, "spread": args.pairs_spread, "real": str(args.pairs_real or ""),
+            "labels": int(np.unique(labels).size), "pairs": result.n_pairs, "seconds": seconds,
             "pairs_per_s": result.n_pairs / seconds, "auroc": result.auroc, "eer": result.eer,
             "method": result.method, "level_bits": list(result.level_bits),
             "passes": result.passes, "refined_bins": result.refined_bins,
@@ -536,7 +549,9 @@ def print_table(results: dict) -> None:
                   f"peak RSS {m[key + '_peak_rss_mb']:.0f} MB "
                   f"(working set {m[key + '_working_set_mb']:.0f} MB)")
     for p in results.get("all_pairs", []):
-        print(f"all-pairs AUROC/EER N={p['n']} D={p['dim']} ({p['pairs']:.3g} pairs), {p['method']} "
+        real = " (real, tiled)" if p["real"] else ""
+        print(f"all-pairs AUROC/EER N={p['n']} D={p['dim']} {p['labels']} labels{real} "
+              f"({p['pairs']:.3g} pairs), {p['method']} "
               f"{p['level_bits']}: {p['seconds']:.1f} s, {p['pairs_per_s'] / 1e6:.0f} M pairs/s, "
               f"{p['passes']} passes, {p['refined_bins']} refined bins, {p['tile_evaluations']} tile "
               f"evaluations for {p['tiles']} tiles, peak RSS {p['peak_rss_mb']:.0f} MB, working set "
@@ -580,6 +595,11 @@ def main() -> int:
                              "refinement passes, the minority method larger tables)")
     parser.add_argument("--pairs-spread", type=float, default=0.5,
                         help="label centre scale of the all-pairs items (0: labels carry no signal)")
+    parser.add_argument("--pairs-real", type=Path, default=None,
+                        help="all-pairs items from real [M, D] embeddings (.npy), tiled to --pairs-n rows "
+                             "with --tile-noise per copy (each copy keeps its source's label)")
+    parser.add_argument("--pairs-labels", type=Path, default=None,
+                        help="labels [M] (.npy) of --pairs-real, e.g. author ids")
     parser.add_argument("--pairs-methods", default="auto,radix",
                         help="all-pairs methods to time, each in its own child process (auto, minority, "
                              "radix; see kernels.pair_scores)")
@@ -587,6 +607,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--part", choices=("memmap", "pairs"), default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if (args.pairs_real is None) != (args.pairs_labels is None):
+        parser.error("--pairs-real and --pairs-labels go together")
     if args.part:
         print(json.dumps(memmap_part(args) if args.part == "memmap" else pairs_part(args)))
         return 0

@@ -18,13 +18,13 @@ the ``32 - b`` low bits; one pass over all tiles then counts the other class at 
 inside the slots and per prefix elsewhere. Every rarer-class key ``k`` then knows exactly how many
 other-class pairs score below it and equal to it, which is the Mann-Whitney U, ties included.
 When the slot tables exceed ``max_fine_bytes`` they are split over passes (each later pass must
-reproduce the first one's per-prefix totals, or it raises). Memory: the rarer class's keys (4
-bytes each, a buffer per device during the collection: at most half of ``max_fine_bytes``), and
-one pass's tables (per-prefix int32 counts, the slot tables, the prefix-to-slot lookup on each
-device) within ``max_fine_bytes``. Passes at N = 50,000: 1 (plus the collection tiles) where radix
-needs 2 (384-d data) or 4 (hard data).
+reproduce the first one's per-prefix totals, or it raises). Memory within ``max_fine_bytes``:
+during the collection a buffer of the rarer class's 4-byte keys on each device (any device may
+hold them all) and the host's key list; then the host's keys plus one pass's tables (per-prefix
+int32 counts, the slot tables, the prefix-to-slot lookup on each device). Passes at N = 50,000:
+1 (plus the collection tiles) where radix needs 2 (384-d data) or 4 (hard data).
 
-**Radix method** (``method="radix"``, or when the rarer class's keys do not fit half the budget).
+**Radix method** (``method="radix"``, or when the rarer class's keys do not fit the budget).
 The key is resolved level by level (``level_bits``, e.g. 16 + 8 + 8 bits), one pass over all tiles
 per level:
 
@@ -338,8 +338,9 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     ``method``: ``"minority"`` (the rarer class's scores collected exactly, then one counting pass
     over all tiles when its tables fit ``max_fine_bytes``; see the module docstring), ``"radix"``
     (level-by-level key histograms; ``tolerance`` and ``level_bits`` apply to it), or ``"auto"``:
-    minority when the rarer class's keys fit half the budget and ``level_bits`` is not given, else
-    radix. Both are exact (``tolerance=0``); minority ignores ``tolerance`` (its error is 0).
+    minority when the rarer class's keys and its tables fit ``max_fine_bytes`` and ``level_bits``
+    is not given, else radix. Both are exact (``tolerance=0``); minority ignores ``tolerance`` (its
+    error is 0).
 
     Returns a :class:`PairsRoc` (``auroc_error_bound`` 0 when exact). Memory per device:
     O(N D + block^2) plus histograms; those of one pass take at most ``max_fine_bytes`` over all
@@ -377,8 +378,9 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
         if result is not None:
             return result
         if method == "minority":
-            raise ValueError(f"method='minority': the {min(n_pos, n_neg):,} scores of the rarer class do not "
-                             f"fit max_fine_bytes={max_fine_bytes:,}; use method='radix' or a larger budget")
+            raise ValueError(f"method='minority': the {min(n_pos, n_neg):,} scores of the rarer class and "
+                             f"their tables do not fit max_fine_bytes={max_fine_bytes:,}; use method='radix' "
+                             f"or a larger budget")
     return _radix_roc(x, codes, n_pos, n_neg, block=block, mesh=mesh, tolerance=tolerance,
                       max_fine_bytes=max_fine_bytes, bits=bits, total_dtype=total_dtype)
 
@@ -508,9 +510,9 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     n_data = mesh.shape["data"]
     cls = 1 if n_pos <= n_neg else 0
     m = min(n_pos, n_neg)
-    # device buffers of the collection (each device may hold all m); on the host the keys, their
-    # slots and low bits (int32 each)
-    if m * 4 * (n_data + 3) > max_fine_bytes // 2:
+    # the collection: a buffer of m keys per device (any device may hold them all) and the host's
+    # key list; afterwards the host keeps the m keys beside the counting tables
+    if m * 4 * (n_data + 1) > max_fine_bytes:
         return None
     order = np.argsort(codes, kind="stable")
     x, codes = x[order], codes[order]
@@ -518,16 +520,19 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     data = _device_data(x, codes, block, mesh)
     collect = _Tiles(n, block, mesh, _minority_tiles(codes, block, cls))
     step = _collect_step(mesh, block, cls, m)
-    parts = []
+    keys, filled = np.empty(m, np.uint32), 0
     for tile_arr in collect.calls():
         buf, count = step(tile_arr, *data)
         buf, count = np.asarray(jax.device_get(buf)).reshape(n_data, m), np.asarray(jax.device_get(count))
-        parts += [buf[d, :count[d]].copy() for d in range(n_data)]
+        if filled + int(count.sum()) > m:
+            raise RuntimeError(f"all pairs: collected over {m} scores of the rarer class (the labels' count)")
+        for d in range(n_data):
+            keys[filled:filled + count[d]] = buf[d, :count[d]]
+            filled += int(count[d])
         del buf
-    keys = np.sort(np.concatenate(parts))
-    del parts
-    if keys.size != m:
-        raise RuntimeError(f"all pairs: collected {keys.size} scores of the rarer class, the labels give {m}")
+    if filled != m:
+        raise RuntimeError(f"all pairs: collected {filled} scores of the rarer class, the labels give {m}")
+    keys.sort()
     release_free_heap()  # the collection's freed temporaries, before the counting tables are allocated
 
     tiles = _Tiles(n, block, mesh)
@@ -536,9 +541,9 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
                                                            4 + np.dtype(total_dtype).itemsize)
     best = None
     for bits in range(16, 25):
-        n_slots = int(np.count_nonzero(np.diff(keys >> np.uint32(32 - bits)))) + 1
-        # the first pass's per-prefix counts and the slot table on each device
-        fixed = (1 << bits) * (per_count + 4 * n_data)
+        n_slots = _distinct_prefixes(keys, 32 - bits).size
+        # the first pass's per-prefix counts and the slot table on each device, the host's keys
+        fixed = (1 << bits) * (per_count + 4 * n_data) + 4 * m
         slot_bytes = (1 << (32 - bits)) * per_count
         fit = min((max_fine_bytes - fixed) // slot_bytes, (2**31 - 1 - (1 << bits)) >> (32 - bits))
         if fit >= 1:
@@ -552,13 +557,11 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     (passes, _), bits, per_pass = best
     shift = 32 - bits
     width = 1 << shift
-    prefixes = np.unique(keys >> np.uint32(shift))
+    prefixes = _distinct_prefixes(keys, shift)
     n_slots = prefixes.size
     lut_dev = _slot_lut(jax.device_put(prefixes.astype(np.int32), rep), bits)  # built on the devices
-    key_slot = np.searchsorted(prefixes, keys >> np.uint32(shift)).astype(np.int32)
-    low = (keys & np.uint32(width - 1)).astype(np.int32)
-    del keys
-    starts = np.searchsorted(key_slot, np.arange(n_slots + 1))  # keys of slot s: starts[s]:starts[s + 1]
+    # keys of slot s: keys[starts[s]:starts[s + 1]]
+    starts = np.append(np.searchsorted(keys, prefixes << np.uint32(shift)), m)
     n_major = n_neg if cls == 1 else n_pos
 
     twice = 0  # sum over the rarer class's keys of 2 below + eq
@@ -600,12 +603,14 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
         rows = max(1, (32 << 20) // (8 * width))  # int64 cumulative tables of ~32 MB at a time
         for a in range(0, k, rows):
             b = min(k, a + rows)
-            lo, hi = starts[slot0 + a], starts[slot0 + b]
             table = np.cumsum(fine[a:b], axis=1, dtype=np.int64)
-            r, c = key_slot[lo:hi] - slot0 - a, low[lo:hi]
-            eq = fine[a:b][r, c].astype(np.int64)
-            below = slot_before[slot0 + a + r] + table[r, c] - eq
-            twice += _exact_sum(2 * below + eq, 2 * n_major)
+            for lo in range(starts[slot0 + a], starts[slot0 + b], 1 << 20):  # the rows' keys, 2^20 at a time
+                part = keys[lo:min(lo + (1 << 20), starts[slot0 + b])]
+                r = np.searchsorted(prefixes[slot0 + a:slot0 + b], part >> np.uint32(shift))
+                c = (part & np.uint32(width - 1)).astype(np.int64)
+                eq = fine[a:b][r, c].astype(np.int64)
+                below = slot_before[slot0 + a + r] + table[r, c] - eq
+                twice += _exact_sum(2 * below + eq, 2 * n_major)
             del table
         del total, fine
     u2 = twice if cls == 1 else 2 * n_pos * n_neg - twice
@@ -613,8 +618,8 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     # keys when it holds both classes), everything above. Merging the entries on either side keeps
     # the polyline's points at the crossing segment, so the interpolated EER is unchanged.
     if cross_slot >= 0:
-        rare = np.bincount(low[starts[cross_slot]:starts[cross_slot + 1]], minlength=width).astype(np.int64)
-        cross_rare_other = (rare, cross_sub)
+        low = keys[starts[cross_slot]:starts[cross_slot + 1]] & np.uint32(width - 1)
+        cross_rare_other = (np.bincount(low, minlength=width).astype(np.int64), cross_sub)
     else:
         cross_rare_other = (np.zeros(1, np.int64), np.array([cross_other], np.int64))
     sub_pos, sub_neg = cross_rare_other if cls == 1 else cross_rare_other[::-1]
@@ -656,6 +661,18 @@ def _prefix_crossing(coarse: np.ndarray, prefixes: np.ndarray, slot_other: np.nd
                     (int(above_pos[i] - pos[::-1][i]), int(above_neg[i] - neg[::-1][i])))
         seen_pos, seen_neg = int(above_pos[-1]), int(above_neg[-1])
     raise RuntimeError("all pairs: the ROC never reached FNR = FPR")  # the last entry always does
+
+
+def _distinct_prefixes(keys: np.ndarray, shift: int, chunk: int = 1 << 22) -> np.ndarray:
+    """Distinct ``keys >> shift`` (uint32, ascending) of the sorted ``keys``, in chunks (O(chunk)
+    temporaries besides the result)."""
+    found, last = [], None
+    for lo in range(0, keys.size, chunk):
+        prefix = keys[lo:lo + chunk] >> np.uint32(shift)
+        new = np.flatnonzero(np.concatenate([[last is None or prefix[0] != last], prefix[1:] != prefix[:-1]]))
+        found.append(prefix[new])
+        last = prefix[-1]
+    return np.concatenate(found) if found else np.zeros(0, np.uint32)
 
 
 def _sums_before(values: np.ndarray, positions: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:

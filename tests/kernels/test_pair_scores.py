@@ -263,3 +263,11 @@ def test_sums_before_in_chunks():
     expected = np.array([values[:p].sum() for p in positions])
     for chunk in (7, 1000, 1 << 20):
         assert np.array_equal(pair_scores._sums_before(values, positions, chunk=chunk), expected)
+
+
+def test_distinct_prefixes_in_chunks():
+    keys = np.sort(np.random.default_rng(13).integers(0, 2**32, 5000, dtype=np.uint64).astype(np.uint32))
+    for shift in (8, 20, 28):
+        expected = np.unique(keys >> np.uint32(shift))
+        for chunk in (3, 64, 1 << 22):
+            assert np.array_equal(pair_scores._distinct_prefixes(keys, shift, chunk=chunk), expected)
