@@ -69,6 +69,7 @@ from stylebench_jax.metrics.roc import auroc_eer, eer_from_counts, exact_dot, tw
 from stylebench_jax.parallel import batch_sharding, pad_rows, replicated, resolve_mesh, round_up
 from stylebench_jax.runtime import release_free_heap
 
+PREFIX_BITS = range(16, 25)  # the minority method's prefix widths
 SPARSE_LEVELS = (16, 8, 8)  # key bits resolved per histogram level (sum 32): few pairs per bin
 DENSE_LEVELS = (20, 12)  # one pass fewer when bins are well filled (> DENSE_PAIRS pairs)
 DENSE_PAIRS = 1 << 26
@@ -79,8 +80,11 @@ MAX_COUNTS_PER_CALL = 2**31 - 1  # pairs per jitted call, all devices: the int32
 class PairsRoc:
     """AUROC and EER of a pair set. ``auroc_error_bound``: 0 when exact (``tolerance=0``);
     ``level_bits``, ``passes``, ``refined_bins``, ``method``: how the all-pairs histograms were
-    resolved; ``tiles``: upper-triangle ``[B, B]`` tiles, ``tile_evaluations``: tiles computed over
-    all passes (a tile computed in two passes counts twice). Empty / 0 for a listed pair set."""
+    resolved (radix: bits per level, passes over all tiles, refined bins; minority: (prefix bits,
+    low bits), counting passes over all tiles (the collection's tiles not included), slots);
+    ``tiles``: upper-triangle ``[B, B]`` tiles, ``tile_evaluations``: tiles computed in all (a
+    tile computed in two passes counts twice; the collection's included). Empty / 0 for a listed
+    pair set."""
 
     auroc: float
     eer: float
@@ -372,9 +376,12 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     block = min(block_size, round_up(n, 8))
     # int32 totals while no count can pass 2^31 - 1 (each call's own counts are int32 anyway)
     total_dtype = np.int32 if n_pairs < 2**31 else np.int64
+    spent = 0  # tiles a minority attempt computed before handing over to radix
     if method == "minority" or (method == "auto" and level_bits is None):
-        result = _minority_roc(x, codes, n_pos, n_neg, block=block, mesh=mesh, max_fine_bytes=max_fine_bytes,
-                               total_dtype=total_dtype)
+        # auto: minority only with fewer counting passes than radix's least (one per level)
+        result, spent = _minority_roc(x, codes, n_pos, n_neg, block=block, mesh=mesh,
+                                      max_fine_bytes=max_fine_bytes, total_dtype=total_dtype,
+                                      max_passes=None if method == "minority" else len(bits) - 1)
         if result is not None:
             return result
         if method == "minority":
@@ -382,7 +389,7 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
                              f"their tables do not fit max_fine_bytes={max_fine_bytes:,}; use method='radix' "
                              f"or a larger budget")
     return _radix_roc(x, codes, n_pos, n_neg, block=block, mesh=mesh, tolerance=tolerance,
-                      max_fine_bytes=max_fine_bytes, bits=bits, total_dtype=total_dtype)
+                      max_fine_bytes=max_fine_bytes, bits=bits, total_dtype=total_dtype, spent_tiles=spent)
 
 
 def _device_data(x: np.ndarray, codes: np.ndarray, block: int, mesh: Mesh):
@@ -395,8 +402,9 @@ def _device_data(x: np.ndarray, codes: np.ndarray, block: int, mesh: Mesh):
 
 
 def _radix_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, tolerance: float,
-               max_fine_bytes: int, bits: tuple[int, ...], total_dtype) -> PairsRoc:
-    """The radix method: level 0 over all keys, then each level refines the mixed bins."""
+               max_fine_bytes: int, bits: tuple[int, ...], total_dtype, spent_tiles: int = 0) -> PairsRoc:
+    """The radix method: level 0 over all keys, then each level refines the mixed bins
+    (``spent_tiles``: tiles already computed by a minority attempt, counted in the result)."""
     n = x.shape[0]
     n_pairs = n_pos + n_neg
     rep = replicated(mesh)
@@ -477,7 +485,7 @@ def _radix_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, tole
             n_entries = refine.size * width
     return PairsRoc(float(Fraction(u2, 2 * n_pos * n_neg)), eer_from_counts(seq_pos, seq_neg), n_pos, n_neg,
                     n_pairs, bound, bits, stats["passes"], stats["refined_bins"], method="radix",
-                    tiles=len(tiles.pairs), tile_evaluations=stats["passes"] * len(tiles.pairs))
+                    tiles=len(tiles.pairs), tile_evaluations=stats["passes"] * len(tiles.pairs) + spent_tiles)
 
 
 
@@ -489,8 +497,10 @@ def _exact_sum(values: np.ndarray, bound: int) -> int:
 
 
 def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, max_fine_bytes: int,
-                  total_dtype) -> PairsRoc | None:
-    """The minority method (None when its tables do not fit ``max_fine_bytes``).
+                  total_dtype, max_passes: int | None = None) -> tuple[PairsRoc | None, int]:
+    """The minority method: ``(result, tiles computed)``; result None when its keys or tables do
+    not fit ``max_fine_bytes`` (checked before any tile is computed) or when the counting would take
+    more than ``max_passes`` passes (known once the keys are collected).
 
     1. Rows are sorted by label, so the pairs of the rarer class ``cls`` (usually the positives)
        sit in few tiles (near the diagonal); those tiles are computed once and the class's float32
@@ -510,14 +520,21 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     n_data = mesh.shape["data"]
     cls = 1 if n_pos <= n_neg else 0
     m = min(n_pos, n_neg)
-    # the collection: a buffer of m keys per device (any device may hold them all) and the host's
-    # key list; afterwards the host keeps the m keys beside the counting tables
-    if m * 4 * (n_data + 1) > max_fine_bytes:
-        return None
+    tiles = _Tiles(n, block, mesh)
+    # per count: device copies; more calls add the fetched part and the running total
+    per_count = 4 * n_data * _copies_per_device(n_data) + (0 if tiles.n_calls == 1 else
+                                                           4 + np.dtype(total_dtype).itemsize)
+    # the collection: a buffer of m keys per device (any device may hold them all), on several
+    # devices the fetched copy of all of them, and the host's key list; afterwards the host keeps the
+    # m keys beside the counting tables (at least one slot's)
+    collect_bytes = 4 * m * (n_data * (2 if n_data > 1 else 1) + 1)
+    least_tables = min(_table_bytes(bits, 1, per_count, n_data) for bits in PREFIX_BITS) + 4 * m
+    if max(collect_bytes, least_tables) > max_fine_bytes or m + block * block >= 2**31:
+        return None, 0
     order = np.argsort(codes, kind="stable")
-    x, codes = x[order], codes[order]
+    codes = codes[order]
     rep = replicated(mesh)
-    data = _device_data(x, codes, block, mesh)
+    data = _device_data(x[order], codes, block, mesh)  # the sorted host copy is dropped once placed
     collect = _Tiles(n, block, mesh, _minority_tiles(codes, block, cls))
     step = _collect_step(mesh, block, cls, m)
     keys, filled = np.empty(m, np.uint32), 0
@@ -535,26 +552,21 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     keys.sort()
     release_free_heap()  # the collection's freed temporaries, before the counting tables are allocated
 
-    tiles = _Tiles(n, block, mesh)
-    # per count: device copies; more calls add the fetched part and the running total
-    per_count = 4 * n_data * _copies_per_device(n_data) + (0 if tiles.n_calls == 1 else
-                                                           4 + np.dtype(total_dtype).itemsize)
     best = None
-    for bits in range(16, 25):
+    for bits in PREFIX_BITS:
         n_slots = _distinct_prefixes(keys, 32 - bits).size
-        # the first pass's per-prefix counts and the slot table on each device, the host's keys
-        fixed = (1 << bits) * (per_count + 4 * n_data) + 4 * m
-        slot_bytes = (1 << (32 - bits)) * per_count
-        fit = min((max_fine_bytes - fixed) // slot_bytes, (2**31 - 1 - (1 << bits)) >> (32 - bits))
+        room = max_fine_bytes - 4 * m - _table_bytes(bits, 0, per_count, n_data)
+        fit = min(room // _table_bytes(bits, 1, per_count, n_data, slots_only=True),
+                  (2**31 - 1 - (1 << bits)) >> (32 - bits))  # int32 histogram indices
         if fit >= 1:
             passes = -(-n_slots // fit)
             per_pass = -(-n_slots // passes)
-            cost = (passes, fixed + per_pass * slot_bytes)  # fewest passes, then the smallest tables
+            cost = (passes, _table_bytes(bits, per_pass, per_count, n_data))  # fewest passes, smallest
             if best is None or cost < best[0]:
                 best = (cost, bits, per_pass)
-    if best is None:
-        return None
-    (passes, _), bits, per_pass = best
+    (passes, _), bits, per_pass = best  # one slot per pass fits (checked before the collection)
+    if max_passes is not None and passes > max_passes:
+        return None, len(collect.pairs)
     shift = 32 - bits
     width = 1 << shift
     prefixes = _distinct_prefixes(keys, shift)
@@ -628,7 +640,8 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     entry_neg = np.concatenate([[n_neg - above_neg - sub_neg.sum()], sub_neg, [above_neg]])
     return PairsRoc(float(Fraction(u2, 2 * n_pos * n_neg)), eer_from_counts(entry_pos, entry_neg), n_pos,
                     n_neg, n_pairs, 0.0, (bits, shift), passes, n_slots, method="minority",
-                    tiles=len(tiles.pairs), tile_evaluations=len(collect.pairs) + passes * len(tiles.pairs))
+                    tiles=len(tiles.pairs),
+                    tile_evaluations=len(collect.pairs) + passes * len(tiles.pairs)), len(collect.pairs)
 
 
 @functools.partial(jax.jit, static_argnums=1)
@@ -661,6 +674,14 @@ def _prefix_crossing(coarse: np.ndarray, prefixes: np.ndarray, slot_other: np.nd
                     (int(above_pos[i] - pos[::-1][i]), int(above_neg[i] - neg[::-1][i])))
         seen_pos, seen_neg = int(above_pos[-1]), int(above_neg[-1])
     raise RuntimeError("all pairs: the ROC never reached FNR = FPR")  # the last entry always does
+
+
+def _table_bytes(bits: int, slots: int, per_count: int, n_data: int, *, slots_only: bool = False) -> int:
+    """Bytes of a minority counting pass with ``slots`` slot tables at prefix width ``bits``: the
+    first pass's ``2^bits`` per-prefix counts and the prefix-to-slot lookup on each device, plus
+    ``2^(32 - bits)`` counts per slot (``per_count`` bytes per count: device copies and host sums)."""
+    fixed = 0 if slots_only else (1 << bits) * (per_count + 4 * n_data)
+    return fixed + slots * (1 << (32 - bits)) * per_count
 
 
 def _distinct_prefixes(keys: np.ndarray, shift: int, chunk: int = 1 << 22) -> np.ndarray:

@@ -99,6 +99,28 @@ def test_minority_method_needs_its_budget():
     auto = all_pairs_auroc_eer(x, labels, max_fine_bytes=1 << 16)  # falls back to radix, still exact
     auroc, eer = all_pairs_reference(x, labels)
     assert auto.method == "radix" and abs(auto.auroc - auroc) < 1e-6 and abs(auto.eer - eer) < 1e-6
+    # the keys fit (241 x 4 bytes) but no prefix table does: refused before any tile is computed
+    x, labels = clustered(np.random.default_rng(14), 50, 8, 5)
+    with pytest.raises(ValueError, match="their tables do not fit"):
+        all_pairs_auroc_eer(x, labels, block_size=16, method="minority", max_fine_bytes=600 << 10)
+    auto = all_pairs_auroc_eer(x, labels, block_size=16, max_fine_bytes=600 << 10)
+    assert auto.method == "radix" and auto.tile_evaluations == auto.passes * auto.tiles
+
+
+def test_auto_prefers_radix_when_minority_needs_more_passes():
+    """A budget that splits the minority counting into more passes than radix's least: auto hands
+    over to radix after the collection, whose tiles count in ``tile_evaluations``."""
+    rng = np.random.default_rng(9)
+    labels = (rng.random(900) < 0.93).astype(int)
+    x = rng.standard_normal((900, 16)) + 0.8 * rng.standard_normal((2, 16))[labels]
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    minority = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="minority",
+                                   max_fine_bytes=3 << 20)
+    auto = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=3 << 20)
+    assert minority.passes > len(auto.level_bits) and auto.method == "radix"
+    collected = minority.tile_evaluations - minority.passes * minority.tiles
+    assert auto.tile_evaluations == auto.passes * auto.tiles + collected > auto.passes * auto.tiles
+    assert (auto.auroc, auto.eer) == (minority.auroc, minority.eer)
     with pytest.raises(ValueError, match="method"):
         all_pairs_auroc_eer(x, labels, method="sorted")
 
