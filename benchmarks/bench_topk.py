@@ -609,6 +609,9 @@ def main() -> int:
     args = parser.parse_args()
     if (args.pairs_real is None) != (args.pairs_labels is None):
         parser.error("--pairs-real and --pairs-labels go together")
+    unknown = set(args.pairs_methods.split(",")) - {"auto", "minority", "radix"}
+    if unknown:
+        parser.error(f"--pairs-methods: expected auto, minority or radix, found {', '.join(sorted(unknown))}")
     if args.part:
         print(json.dumps(memmap_part(args) if args.part == "memmap" else pairs_part(args)))
         return 0
