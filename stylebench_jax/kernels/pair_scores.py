@@ -24,7 +24,8 @@ hold them all) and the host's key list; then the host's keys plus one pass's tab
 int32 counts, the slot tables, the prefix-to-slot lookup on each device). Passes at N = 50,000:
 1 (plus the collection tiles) where radix needs 2 (384-d data) or 4 (hard data).
 
-**Radix method** (``method="radix"``, or when the rarer class's keys do not fit the budget).
+**Radix method** (``method="radix"``; ``"auto"`` falls back to it when the minority method's keys
+or tables do not fit the budget, or when it would need as many passes as radix's least).
 The key is resolved level by level (``level_bits``, e.g. 16 + 8 + 8 bits), one pass over all tiles
 per level:
 
@@ -124,6 +125,30 @@ def _key_bits(keys, bits: tuple[int, ...], level: int) -> jnp.ndarray:
     return ((keys >> shift) & jnp.uint32((1 << bits[level]) - 1)).astype(jnp.int32)
 
 
+def _tile_histogram(tiles, x, labels, n, block: int, size: int, index_of):
+    """``[size]`` int32 counts of one device's tiles, summed over devices: each pair of each tile
+    adds 1 at ``index_of(keys, valid, positive)`` (``size`` or more: dropped)."""
+
+    def body(t, hist):
+        index = index_of(*_tile(x, labels, n, block, tiles[t, 0], tiles[t, 1]))
+        return hist.at[index.ravel()].add(1, mode="drop")
+
+    init = lax.pcast(jnp.zeros(size, jnp.int32), ("data",), to="varying")
+    hist = lax.fori_loop(0, tiles.shape[0], body, init)
+    # One device: the loop's buffer is the output. A psum there (a no-op) made XLA copy it into a
+    # second output buffer: 2x the pass's histogram bytes (measured with the compiled memory analysis).
+    return lax.psum(hist, "data") if lax.axis_size("data") > 1 else hist
+
+
+def _histogram_step(local_fn, mesh: Mesh, **static):
+    """``local_fn(tiles, x, labels, n, table, slot0, **static)`` over the mesh, jitted: tiles split
+    over ``data``, everything else replicated, the summed histogram replicated."""
+    fn = jax.shard_map(functools.partial(local_fn, **static), mesh=mesh,
+                       in_specs=(P("data"), P(), P(), P(), P(), P()),
+                       out_specs=P() if mesh.shape["data"] > 1 else P("data"), check_vma=True)
+    return jax.jit(fn)
+
+
 def _local_hist(tiles, x, labels, n, luts, slot0, *, block: int, bits: tuple[int, ...], level: int,
                 slots: int):
     """One device's tiles, histogrammed and summed over devices: ``[slots * 2^w * 2]`` int32
@@ -133,22 +158,16 @@ def _local_hist(tiles, x, labels, n, luts, slot0, *, block: int, bits: tuple[int
     width = 1 << bits[level]
     size = 2 * slots * width
 
-    def body(t, hist):
-        keys, valid, positive = _tile(x, labels, n, block, tiles[t, 0], tiles[t, 1])
+    def index_of(keys, valid, positive):
         slot = jnp.zeros(keys.shape, jnp.int32)
         for j, lut in enumerate(luts):
             flat = slot * (1 << bits[j]) + _key_bits(keys, bits, j)
             slot = jnp.where(slot >= 0, lut[jnp.maximum(flat, 0)], -1)
         local = slot - slot0
         valid = valid & (local >= 0) & (local < slots)
-        index = jnp.where(valid, ((local * width) + _key_bits(keys, bits, level)) * 2 + positive, size)
-        return hist.at[index.ravel()].add(1, mode="drop")
+        return jnp.where(valid, ((local * width) + _key_bits(keys, bits, level)) * 2 + positive, size)
 
-    init = lax.pcast(jnp.zeros(size, jnp.int32), ("data",), to="varying")
-    hist = lax.fori_loop(0, tiles.shape[0], body, init)
-    # One device: the loop's buffer is the output. A psum there (a no-op) made XLA copy it into a
-    # second output buffer: 2x the pass's histogram bytes (measured with the compiled memory analysis).
-    return lax.psum(hist, "data") if lax.axis_size("data") > 1 else hist
+    return _tile_histogram(tiles, x, labels, n, block, size, index_of)
 
 
 def _copies_per_device(n_data: int) -> int:
@@ -159,11 +178,7 @@ def _copies_per_device(n_data: int) -> int:
 
 @functools.lru_cache(maxsize=32)
 def _hist_step(mesh: Mesh, block: int, bits: tuple[int, ...], level: int, slots: int):
-    fn = jax.shard_map(
-        functools.partial(_local_hist, block=block, bits=bits, level=level, slots=slots), mesh=mesh,
-        in_specs=(P("data"), P(), P(), P(), P(), P()),
-        out_specs=P() if mesh.shape["data"] > 1 else P("data"), check_vma=True)
-    return jax.jit(fn)
+    return _histogram_step(_local_hist, mesh, block=block, bits=bits, level=level, slots=slots)
 
 
 def _local_collect(tiles, x, labels, n, *, block: int, cls: int, cap: int):
@@ -203,28 +218,20 @@ def _local_counts(tiles, x, labels, n, lut, slot0, *, block: int, bits: int, slo
     coarse = (1 << bits) if first else 0
     size = coarse + slots * width
 
-    def body(t, hist):
-        keys, valid, positive = _tile(x, labels, n, block, tiles[t, 0], tiles[t, 1])
+    def index_of(keys, valid, positive):
         prefix = (keys >> shift).astype(jnp.int32)
         local = lut[prefix] - slot0  # lut -1: no key of the rarer class has this prefix
         fine = (local >= 0) & (local < slots)
         low = (keys & jnp.uint32(width - 1)).astype(jnp.int32)
         index = jnp.where(fine, coarse + local * width + low, prefix if first else size)
-        index = jnp.where(valid & (positive != cls), index, size)
-        return hist.at[index.ravel()].add(1, mode="drop")
+        return jnp.where(valid & (positive != cls), index, size)
 
-    init = lax.pcast(jnp.zeros(size, jnp.int32), ("data",), to="varying")
-    hist = lax.fori_loop(0, tiles.shape[0], body, init)
-    return lax.psum(hist, "data") if lax.axis_size("data") > 1 else hist
+    return _tile_histogram(tiles, x, labels, n, block, size, index_of)
 
 
 @functools.lru_cache(maxsize=16)
 def _count_step(mesh: Mesh, block: int, bits: int, slots: int, cls: int, first: bool):
-    fn = jax.shard_map(
-        functools.partial(_local_counts, block=block, bits=bits, slots=slots, cls=cls, first=first),
-        mesh=mesh, in_specs=(P("data"), P(), P(), P(), P(), P()),
-        out_specs=P() if mesh.shape["data"] > 1 else P("data"), check_vma=True)
-    return jax.jit(fn)
+    return _histogram_step(_local_counts, mesh, block=block, bits=bits, slots=slots, cls=cls, first=first)
 
 
 def _minority_tiles(codes: np.ndarray, block: int, cls: int) -> np.ndarray:
