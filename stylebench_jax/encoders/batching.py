@@ -2,10 +2,12 @@
 
 ``token_sequences`` turns texts into the model's inputs: the optional prompt in front, the model's
 special tokens around, long texts chunked at sentences or truncated. Sequences are then sorted by
-length and cut into batches of ``batch_size`` rows; each batch is padded to the smallest *bucket*
-length that fits, so XLA compiles a handful of programs (one per bucket and batch height) instead
-of one per distinct length. Padding rows (to make a batch divide the mesh's
-``data`` axis) get one visible token so softmax and mean pooling stay finite; callers drop them.
+length and cut into batches of ``batch_size`` rows; each batch is padded to a *bucket* length, so
+XLA compiles a handful of programs (one per bucket and batch height) instead of one per distinct
+length. ``plan_batches`` picks the buckets: the smallest that fits each batch when programs cost
+nothing, coarser ones when padding a few batches costs less than compiling another program.
+Padding rows (to make a batch divide the mesh's ``data`` axis) get one visible token so softmax and
+mean pooling stay finite; callers drop them.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from stylebench_jax.text.sentences import parser_sentences, split_sentences
 LONG_TEXT_MODES = ("chunk", "truncate", "steb", "steb-truncate")
 STEB_MODES = ("steb", "steb-truncate")  # STEB's settings (``encoders.neural`` module docstring)
 
-# Padded lengths: steps of 8 up to 64 tokens, 16 up to 128, then 32. Short texts dominate style
-# data, and on CPU cost grows with padded tokens, so fine steps at the short end pay for the few
-# extra compiled programs (persisted by JAX's compilation cache, see ``runtime.enable_compilation_cache``).
+# Padded lengths a program may have: steps of 8 up to 64 tokens, 16 up to 128, then 32. Short texts
+# dominate style data and on CPU cost grows with padded tokens, so the steps are fine at the short end;
+# ``plan_batches`` uses only those whose padding saves more than another program costs (programs are
+# persisted by JAX's compilation cache, see ``runtime.enable_compilation_cache``).
 BUCKET_LENGTHS = (*range(8, 65, 8), *range(80, 129, 16), *range(160, 513, 32))
 
 
@@ -102,6 +105,79 @@ def length_batches(lengths: np.ndarray, batch_size: int, *,
     first = (len(order) % batch_size or batch_size) if partial_first else batch_size
     for start in range(0, len(order), batch_size):
         yield order[max(0, start - (batch_size - first)):start + first]
+
+
+def plan_lengths(maxima: Sequence[int], heights: Sequence[int], candidates: Sequence[int], *,
+                 token_flops: Callable[[int], float], program_flops: float,
+                 compiled: frozenset = frozenset()) -> tuple[list[int], float]:
+    """Padded length of each batch minimising forward work plus the cost of new compiled programs.
+
+    ``maxima[b]`` (non-decreasing: batches in ``length_batches`` order) is batch ``b``'s longest
+    sequence and ``heights[b]`` its rows; ``candidates`` the lengths a program may have (each batch
+    gets the smallest chosen one >= its maximum; the largest candidate must fit every batch).
+    Cost in FLOPs: ``sum_b heights[b] * L_b * token_flops(L_b)`` for the padded tokens, plus
+    ``program_flops`` for every ``(height, length)`` program not in ``compiled`` (tracing, lowering
+    and compiling one costs as much as that much forward work). Exact: a dynamic programme over the
+    chosen lengths (batches sharing a length are contiguous), ``O(len(candidates)^2)`` segments.
+    Returns ``(lengths per batch, total cost)``.
+    """
+    maxima = np.asarray(maxima, dtype=np.int64)
+    if len(maxima) == 0:
+        return [], 0.0
+    if (np.diff(maxima) < 0).any():
+        raise ValueError("maxima: expected batches sorted by length (non-decreasing maxima)")
+    lengths = sorted(c for c in set(candidates) if c >= maxima[0])
+    if not lengths or lengths[-1] < maxima[-1]:
+        raise ValueError(f"candidates: none fits the longest batch ({int(maxima[-1])} tokens)")
+    rows = np.concatenate([[0], np.cumsum(np.asarray(heights, dtype=np.float64))])
+    covered = [0, *np.searchsorted(maxima, lengths, side="right").tolist()]  # batches with max <= L
+    lengths = [0, *lengths]
+    best = [0.0] + [np.inf] * (len(lengths) - 1)
+    previous = [0] * len(lengths)
+    for j in range(1, len(lengths)):
+        length = lengths[j]
+        for i in range(j):
+            if best[i] == np.inf or covered[i] == covered[j]:
+                continue  # unreachable, or an empty segment (never worth a program)
+            segment = range(covered[i], covered[j])
+            new = {heights[b] for b in segment} - {h for h, n in compiled if n == length}
+            cost = (best[i] + (rows[covered[j]] - rows[covered[i]]) * length * token_flops(length)
+                    + program_flops * len(new))
+            if cost < best[j]:
+                best[j], previous[j] = cost, i
+    end = min((j for j in range(1, len(lengths)) if covered[j] == len(maxima)), key=best.__getitem__)
+    plan = [0] * len(maxima)
+    j = end
+    while j:
+        i = previous[j]
+        plan[covered[i]:covered[j]] = [lengths[j]] * (covered[j] - covered[i])
+        j = i
+    return plan, float(best[end])
+
+
+def plan_batches(lengths: np.ndarray, batch_size: int, multiple: int, max_length: int, *,
+                 token_flops: Callable[[int], float], program_flops: float,
+                 compiled: frozenset = frozenset()) -> list[tuple[np.ndarray, int, int]]:
+    """``(indices, rows, length)`` of each forward batch of sequences with ``lengths``: batches from
+    ``length_batches`` (partial one first), padded lengths from ``plan_lengths`` over the buckets
+    (``BUCKET_LENGTHS`` below ``max_length``, and ``max_length``). The partial batch runs at its own
+    height (``batch_rows``) or, when that is cheaper, at the full height sharing the next batches'
+    program. ``compiled``: ``(rows, length)`` programs that cost nothing (already compiled)."""
+    batches = list(length_batches(lengths, batch_size))
+    if not batches:
+        return []
+    maxima = [int(lengths[rows].max()) for rows in batches]
+    if max(maxima) > max_length:
+        raise ValueError(f"lengths: a sequence of {max(maxima)} tokens exceeds max_length {max_length}")
+    candidates = [*(b for b in BUCKET_LENGTHS if b < max_length), max_length]
+    full = round_up(batch_size, multiple)
+    own = [batch_rows(len(rows), batch_size, multiple) for rows in batches]
+    options = [own] if own[0] == full else [own, [full] * len(batches)]
+    plans = [plan_lengths(maxima, heights, candidates, token_flops=token_flops,
+                          program_flops=program_flops, compiled=compiled) + (heights,)
+             for heights in options]
+    padded, _, heights = min(plans, key=lambda plan: plan[1])
+    return list(zip(batches, heights, padded))
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], rows: int, length: int,

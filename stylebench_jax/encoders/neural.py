@@ -30,8 +30,9 @@ Pipeline for ``embed(texts)``, the same for both families:
    poetry without full stops), the rule-based splitter is ~10x faster than the parser, and the model
    sees chunks as long as the texts it was trained on. Results labelled STEB should be run with
    ``--long-text steb``;
-2. sort sequences by length and cut into batches of ``batch_size`` rows, each padded to the smallest
-   bucket length that fits (``encoders.batching``: a handful of compiled shapes);
+2. sort sequences by length and cut into batches of ``batch_size`` rows, each padded to a bucket
+   length (``encoders.batching.plan_batches``: the lengths that minimise padded work plus the cost
+   of each new compiled program, ``PROGRAM_FLOPS``; programs this embedder already compiled are free);
 3. run the jitted forward with the batch sharded over the mesh's ``data`` axis and heads/MLP over
    ``model`` (parameters read block by block into their shardings by ``encoders.loading``; on CPU a
    batch of long sequences runs as a ``lax.map`` over micro-batches inside its one program,
@@ -57,11 +58,9 @@ from jax.sharding import Mesh
 from stylebench_jax.encoders.batching import (
     LONG_TEXT_MODES,
     STEB_MODES,
-    batch_rows,
-    bucket_length,
     collect_pipelined,
-    length_batches,
     pad_batch,
+    plan_batches,
     token_sequences,
 )
 from stylebench_jax.encoders.bert import map_row_groups
@@ -109,6 +108,16 @@ class EncodeSettings:
 # 32.3 vs 42.7 (16 rows), 256 tokens 13.7 vs 16.8 (8 rows), 32 tokens 175 either way; the same
 # programs compile (one per bucket and batch height) in the same time; outputs within 3e-7.
 CPU_MICRO_BATCH_TOKENS = 2048
+
+
+# What one more compiled forward program costs, in FLOPs of forward work (``batching.plan_lengths``
+# weighs it against padding). CPU, measured (MiniLM, 2-core AVX2 EPYC, 2026-11-26): a new program
+# takes 1.5-1.9 s to trace, lower and compile (~0.7 s when XLA's persistent cache holds it), while
+# the forward runs at ~95 GFLOP/s (64 x 128 tokens, 0.18 TFLOP, in 1.8-2.0 s): ~1.5e11. Accelerators:
+# ~2 s per program against ~2e13 FLOP/s reached (H100 run of 2026-11-26: bfloat16 MiniLM, 12,584
+# real texts/s of ~80 tokens): ~4e13, i.e. a handful of programs, long texts and short alike.
+PROGRAM_FLOPS = {"cpu": 1.5e11}
+ACCELERATOR_PROGRAM_FLOPS = 4e13
 
 
 def _cpu_mesh(mesh: Mesh) -> bool:
@@ -205,6 +214,7 @@ class FlaxEncoderEmbedder:
         self.params = load_params(files.tensors, self.module, self.mesh,
                                   self.default_rules if rules is None else rules)
         self.forward_batches = 0  # number of compiled-forward calls made (tests and profiling read it)
+        self.programs: set[tuple[int, int]] = set()  # (rows, length) of the forward programs compiled
 
     def steb_max_length(self) -> int:
         """STEB's ``get_model_max_length``: the tokenizer's ``model_max_length`` when set (and not
@@ -220,6 +230,13 @@ class FlaxEncoderEmbedder:
     def default_max_length(config) -> int:
         """Token budget when neither the option nor sentence-transformers' files give one."""
         return config.max_tokens
+
+    @staticmethod
+    def token_flops(config, length: int) -> float:
+        """Forward FLOPs per token of a ``length``-token sequence: the layers' matrix products
+        (``2 * (4 H^2 + 2 H I)`` per layer) and attention's two products (``4 L H`` per layer)."""
+        h, i = config.hidden_size, config.intermediate_size
+        return float(config.num_layers * (2 * (4 * h * h + 2 * h * i) + 4 * length * h))
 
     @staticmethod
     def build_module(config, settings: EncodeSettings, projection_dim: int | None = None,
@@ -308,12 +325,17 @@ class FlaxEncoderEmbedder:
         out = np.empty((len(sequences), self.dim), np.float32)
         bar = progress_bar(total=len(sequences), desc=f"embed {self.name}", unit="seq", enabled=self.progress)
 
+        platform = next(iter(self.mesh.devices.flat)).platform
+        plan = plan_batches(lengths, self.batch_size, n_data, self.settings.max_length,
+                            token_flops=functools.partial(self.token_flops, self.config),
+                            program_flops=PROGRAM_FLOPS.get(platform, ACCELERATOR_PROGRAM_FLOPS),
+                            compiled=frozenset(self.programs))
+
         def jobs():
-            for rows in length_batches(lengths, self.batch_size):
-                length = bucket_length(int(lengths[rows].max()), self.settings.max_length)
-                height = batch_rows(len(rows), self.batch_size, n_data)
+            for rows, height, length in plan:
                 ids, mask = pad_batch([sequences[i] for i in rows], height, length, self.tokenizer.pad_id)
                 self.forward_batches += 1
+                self.programs.add((height, length))
                 yield rows, self._forward(self.params, ids, mask)
 
         try:
@@ -381,6 +403,15 @@ class FlaxDecoderEmbedder(FlaxEncoderEmbedder):
     @staticmethod
     def default_max_length(config) -> int:
         return min(config.max_tokens, DEFAULT_DECODER_MAX_LENGTH)
+
+    @staticmethod
+    def token_flops(config, length: int) -> float:
+        """Forward FLOPs per token: query/key/value/output projections (grouped keys and values),
+        the MLP (three matrices when gated, two for GPT-2) and attention's two products."""
+        h, q = config.hidden_size, config.num_heads * config.head_dim
+        kv = config.num_kv_heads * config.head_dim
+        mlp = (2 if config.model_type == "gpt2" else 3) * h * config.intermediate_size
+        return float(config.num_layers * (2 * (2 * h * q + 2 * h * kv + mlp) + 4 * length * q))
 
     @staticmethod
     def build_module(config, settings: EncodeSettings, projection_dim: int | None = None,
