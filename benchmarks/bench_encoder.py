@@ -416,12 +416,17 @@ def main(argv=None) -> int:
             parser.error(f"--process-n {max(counts)} exceeds --n-texts {len(texts)}")
         rows = bench_process(texts, counts, args.process_repeats)
         print(f"{'(d) whole process':<24} {'ours cold s':>12} {'ours warm s':>12} {'s-t s':>8} "
-              f"{'warm/s-t':>9} {'peak MiB ours/s-t':>18} {'min cos':>9}")
+              f"{'cold/s-t':>9} {'warm/s-t':>9} {'peak MiB ours/s-t':>18} {'min cos':>9}")
         for row in rows:
-            print(f"{str(row['n']) + ' texts':<24} {min(row['cold_s']):>12.2f} {min(row['warm_s']):>12.2f} "
-                  f"{min(row['peer_s']):>8.2f} {min(row['warm_s']) / min(row['peer_s']):>8.2f}x "
+            best = {name: min(row[f"{name}_s"]) for name in ("cold", "warm", "peer")}
+            print(f"{str(row['n']) + ' texts':<24} {best['cold']:>12.2f} {best['warm']:>12.2f} "
+                  f"{best['peer']:>8.2f} {best['cold'] / best['peer']:>8.2f}x "
+                  f"{best['warm'] / best['peer']:>8.2f}x "
                   f"{max(row['cold_peak_mib'], row['warm_peak_mib']):>9.0f}/{row['peer_peak_mib']:<8.0f} "
                   f"{row['min_cosine']:>9.6f}")
+            rounds = ", ".join(f"{c / p:.2f}x/{w / p:.2f}x" for c, w, p in
+                               zip(row["cold_s"], row["warm_s"], row["peer_s"]))
+            print(f"{'':<24} cold/warm vs s-t per round: {rounds}")
         result["process"] = rows
     machine["loadavg_after"] = os.getloadavg()
     print(f"load average (1, 5, 15 min) before {machine['loadavg_before']}, after {machine['loadavg_after']}")
