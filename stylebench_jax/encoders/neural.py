@@ -112,10 +112,11 @@ CPU_MICRO_BATCH_TOKENS = 2048
 
 # What one more compiled forward program costs, in FLOPs of forward work (``batching.plan_lengths``
 # weighs it against padding). CPU, measured (MiniLM, 2-core AVX2 EPYC, 2026-11-26): a new program
-# takes 1.5-1.9 s to trace, lower and compile (~0.7 s when XLA's persistent cache holds it), while
-# the forward runs at ~95 GFLOP/s (64 x 128 tokens, 0.18 TFLOP, in 1.8-2.0 s): ~1.5e11. Accelerators:
-# ~2 s per program against ~2e13 FLOP/s reached (H100 run of 2026-11-26: bfloat16 MiniLM, 12,584
-# real texts/s of ~80 tokens): ~4e13, i.e. a handful of programs, long texts and short alike.
+# takes 1.1-2.1 s (0.4-0.6 s tracing and lowering, 0.8-1.6 s compiling; ~0.7 s in all when XLA's
+# persistent cache holds it), while the forward runs at ~95 GFLOP/s (64 x 128 tokens, 0.18 TFLOP, in
+# 1.8-2.0 s): ~1.5e11. Accelerators, an estimate (compile time not measured on the card): ~2 s per
+# program against ~2e13 FLOP/s reached (H100 run of 2026-11-26: bfloat16 MiniLM, 12,584 real texts/s
+# of ~80 tokens): ~4e13, i.e. a handful of programs, long texts and short alike.
 PROGRAM_FLOPS = {"cpu": 1.5e11}
 ACCELERATOR_PROGRAM_FLOPS = 4e13
 
