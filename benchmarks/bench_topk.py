@@ -56,7 +56,6 @@ only roughly.
 from __future__ import annotations
 
 import argparse
-import copy
 import functools
 import json
 import os
@@ -131,16 +130,18 @@ def unit_rows(rng, n: int, dim: int, chunk: int = 1 << 16, *, aligned: bool = Fa
 
 
 def tiled_rows(rng, real: np.ndarray, n: int, q_rows: int, noise: float,
-               chunk: int = 1 << 16, *, aligned: bool = False) -> tuple[np.ndarray, np.ndarray]:
+               chunk: int = 1 << 16, *, aligned: bool = False,
+               order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(candidates [n, D], queries [q_rows, D])`` from real unit-norm-able rows ``real [M, D]``: a
-    seeded permutation puts ``q_rows`` rows aside as queries (never in the pool); pool row ``i`` is
-    source row ``i mod (M - q_rows)`` plus Gaussian noise of expected norm ``noise``, renormalised."""
+    seeded permutation (``order``, else drawn from ``rng``) puts ``q_rows`` rows aside as queries
+    (never in the pool); pool row ``i`` is source row ``order[q_rows + i mod (M - q_rows)]`` plus
+    Gaussian noise of expected norm ``noise``, renormalised."""
     real = np.asarray(real, np.float32)
     if real.ndim != 2 or real.shape[0] < 2 * q_rows:
         raise SystemExit(f"--real: expected a [M, D] array with M >= 2 x queries ({2 * q_rows}), got "
                          f"shape {real.shape}")
     real = real / np.linalg.norm(real, axis=1, keepdims=True)
-    order = rng.permutation(real.shape[0])
+    order = rng.permutation(real.shape[0]) if order is None else order
     queries, sources = real[order[:q_rows]], real[order[q_rows:]]
     dim = real.shape[1]
     out = aligned_empty((n, dim)) if aligned else np.empty((n, dim), np.float32)
@@ -471,8 +472,8 @@ def pairs_part(args) -> dict:
         if source_labels.shape != (real.shape[0],):
             raise SystemExit(f"--pairs-labels: expected {real.shape[0]} labels (one per row of "
                              f"--pairs-real), found shape {source_labels.shape}")
-        order = copy.deepcopy(rng).permutation(real.shape[0])  # the permutation tiled_rows draws
-        x, _ = tiled_rows(rng, real, n, 0, args.tile_noise)
+        order = rng.permutation(real.shape[0])  # pool row i is source row order[i mod M]
+        x, _ = tiled_rows(rng, real, n, 0, args.tile_noise, order=order)
         labels, dim = source_labels[order][np.arange(n) % real.shape[0]], real.shape[1]
     else:
         labels = rng.integers(0, max(2, n // 50), n)

@@ -136,11 +136,11 @@ def plan_lengths(maxima: Sequence[int], heights: Sequence[int], candidates: Sequ
     previous = [0] * len(lengths)
     for j in range(1, len(lengths)):
         length = lengths[j]
+        have = {h for h, n in compiled if n == length}
         for i in range(j):
             if best[i] == np.inf or covered[i] == covered[j]:
                 continue  # unreachable, or an empty segment (never worth a program)
-            segment = range(covered[i], covered[j])
-            new = {heights[b] for b in segment} - {h for h, n in compiled if n == length}
+            new = {heights[b] for b in range(covered[i], covered[j])} - have
             cost = (best[i] + (rows[covered[j]] - rows[covered[i]]) * length * token_flops(length)
                     + program_flops * len(new))
             if cost < best[j]:

@@ -32,7 +32,7 @@ Pipeline for ``embed(texts)``, the same for both families:
    ``--long-text steb``;
 2. sort sequences by length and cut into batches of ``batch_size`` rows, each padded to a bucket
    length (``encoders.batching.plan_batches``: the lengths that minimise padded work plus the cost
-   of each new compiled program, ``PROGRAM_FLOPS``; programs this embedder already compiled are free);
+   of each new compiled program, ``CPU_PROGRAM_FLOPS``; programs this embedder already compiled are free);
 3. run the jitted forward with the batch sharded over the mesh's ``data`` axis and heads/MLP over
    ``model`` (parameters read block by block into their shardings by ``encoders.loading``; on CPU a
    batch of long sequences runs as a ``lax.map`` over micro-batches inside its one program,
@@ -117,7 +117,7 @@ CPU_MICRO_BATCH_TOKENS = 2048
 # 1.8-2.0 s): ~1.5e11. Accelerators, an estimate (compile time not measured on the card): ~2 s per
 # program against ~2e13 FLOP/s reached (H100 run of 2026-11-26: bfloat16 MiniLM, 12,584 real texts/s
 # of ~80 tokens): ~4e13, i.e. a handful of programs, long texts and short alike.
-PROGRAM_FLOPS = {"cpu": 1.5e11}
+CPU_PROGRAM_FLOPS = 1.5e11
 ACCELERATOR_PROGRAM_FLOPS = 4e13
 
 
@@ -326,10 +326,10 @@ class FlaxEncoderEmbedder:
         out = np.empty((len(sequences), self.dim), np.float32)
         bar = progress_bar(total=len(sequences), desc=f"embed {self.name}", unit="seq", enabled=self.progress)
 
-        platform = next(iter(self.mesh.devices.flat)).platform
+        program_flops = CPU_PROGRAM_FLOPS if _cpu_mesh(self.mesh) else ACCELERATOR_PROGRAM_FLOPS
         plan = plan_batches(lengths, self.batch_size, n_data, self.settings.max_length,
                             token_flops=functools.partial(self.token_flops, self.config),
-                            program_flops=PROGRAM_FLOPS.get(platform, ACCELERATOR_PROGRAM_FLOPS),
+                            program_flops=program_flops,
                             compiled=frozenset(self.programs))
 
         def jobs():

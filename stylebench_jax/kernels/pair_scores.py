@@ -349,9 +349,9 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     ``method``: ``"minority"`` (the rarer class's scores collected exactly, then one counting pass
     over all tiles when its tables fit ``max_fine_bytes``; see the module docstring), ``"radix"``
     (level-by-level key histograms; ``tolerance`` and ``level_bits`` apply to it), or ``"auto"``:
-    minority when the rarer class's keys and its tables fit ``max_fine_bytes`` and ``level_bits``
-    is not given, else radix. Both are exact (``tolerance=0``); minority ignores ``tolerance`` (its
-    error is 0).
+    minority when the rarer class's keys and its tables fit ``max_fine_bytes``, ``level_bits`` is
+    not given and it needs fewer counting passes than radix has levels, else radix. Both are exact
+    (``tolerance=0``); minority ignores ``tolerance`` (its error is 0).
 
     Returns a :class:`PairsRoc` (``auroc_error_bound`` 0 when exact). Memory per device:
     O(N D + block^2) plus histograms; those of one pass take at most ``max_fine_bytes`` over all
@@ -493,8 +493,6 @@ def _radix_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, tole
     return PairsRoc(float(Fraction(u2, 2 * n_pos * n_neg)), eer_from_counts(seq_pos, seq_neg), n_pos, n_neg,
                     n_pairs, bound, bits, stats["passes"], stats["refined_bins"], method="radix",
                     tiles=len(tiles.pairs), tile_evaluations=stats["passes"] * len(tiles.pairs) + spent_tiles)
-
-
 
 
 def _exact_sum(values: np.ndarray, bound: int) -> int:

@@ -148,7 +148,7 @@ def test_embedder_plans_programs_and_reuses_them(tmp_path, monkeypatch):
     texts = [" ".join(rng.choice(words, size=n)) for n in rng.integers(1, 60, size=40)]
     vectors = {}
     for cost in (0.0, 1e18):
-        monkeypatch.setattr(neural, "PROGRAM_FLOPS", {"cpu": cost})
+        monkeypatch.setattr(neural, "CPU_PROGRAM_FLOPS", cost)
         embedder = neural.FlaxEncoderEmbedder(folder, mesh=mesh, batch_size=8, long_text="truncate",
                                               progress=False)
         vectors[cost] = embedder.embed(texts)
