@@ -103,8 +103,9 @@ def interleaved(runs: dict, repeats: int) -> dict[str, list[float]]:
     return times
 
 
-def setup_ours(texts, fixed_ids, batch_size, dtype="float32"):
-    """Our embedder, warmed (compiles timed): ``(runs, info, vectors, fixed_out)``."""
+def setup_ours(texts, fixed_ids, batch_size, dtype="float32", fused_attention=None):
+    """Our embedder, warmed (compiles timed): ``(runs, info, vectors, fixed_out)``;
+    ``fused_attention=False``: XLA's attention instead of the CPU kernel (``kernels.cpu_attention``)."""
     import jax
 
     from stylebench_jax.encoders.registry import resolve_embedder
@@ -112,7 +113,7 @@ def setup_ours(texts, fixed_ids, batch_size, dtype="float32"):
 
     mesh = make_mesh("data=1,model=1", devices=jax.devices()[:1])
     model = resolve_embedder("minilm", long_text="truncate", mesh=mesh, progress=False,
-                             batch_size=batch_size, dtype=dtype)
+                             batch_size=batch_size, dtype=dtype, fused_attention=fused_attention)
     mask = np.ones_like(fixed_ids)
     start = time.perf_counter()
     fixed_out = np.asarray(model._forward(model.params, fixed_ids, mask))
@@ -123,7 +124,7 @@ def setup_ours(texts, fixed_ids, batch_size, dtype="float32"):
     runs = {"fixed": lambda: model._forward(model.params, fixed_ids, mask).block_until_ready(),
             "natural": lambda: model.embed(texts)}
     info = {"natural_first_call_s": first_call, "compile_fixed_s": compile_fixed,
-            "attention_groups": model.module.attention_groups}
+            "attention_groups": model.module.attention_groups, "attention_kernel": model.attention_kernel}
     return runs, info, vectors, fixed_out, model
 
 
@@ -369,6 +370,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "encoder.json")
     parser.add_argument("--rows", choices=("all", "minilm", "process", "decoder"), default="minilm",
                         help="all: minilm and process")
+    parser.add_argument("--xla-attention-row", action="store_true",
+                        help="(a)/(b): also time ours with XLA's attention instead of the fused CPU kernel, "
+                             "in the same interleaved rounds")
     parser.add_argument("--process-n", default="100,2000", help="text counts of regime (d)")
     parser.add_argument("--process-repeats", type=int, default=2)
     parser.add_argument("--decoder-texts", type=int, default=256)
@@ -445,11 +449,16 @@ def bench_minilm(texts, args) -> dict:
                                                                   args.dtype)
     torch_runs, peer, torch_vectors, torch_fixed = setup_torch(texts, fixed_ids, args.batch_size,
                                                                args.threads, args.dtype)
-    times = interleaved({"ours_fixed": ours_runs["fixed"], "torch_fixed": torch_runs["fixed"],
-                         "ours_natural": ours_runs["natural"], "torch_natural": torch_runs["natural"]},
-                        args.repeats)
+    runs = {"ours_fixed": ours_runs["fixed"], "torch_fixed": torch_runs["fixed"],
+            "ours_natural": ours_runs["natural"], "torch_natural": torch_runs["natural"]}
+    sides = [("ours", ours), ("torch", peer)]
+    if args.xla_attention_row and ours["attention_kernel"] == "fused-cpu":
+        xla_runs, xla, *_ = setup_ours(texts, fixed_ids, args.batch_size, args.dtype, fused_attention=False)
+        runs.update({"oursxla_fixed": xla_runs["fixed"], "oursxla_natural": xla_runs["natural"]})
+        sides.append(("oursxla", xla))
+    times = interleaved(runs, args.repeats)
     ours["programs"] = model._forward._cache_size()
-    for side, info in (("ours", ours), ("torch", peer)):
+    for side, info in sides:
         for regime in ("fixed", "natural"):
             info[f"{regime}_s"] = min(times[f"{side}_{regime}"])
             info[f"{regime}_all_s"] = times[f"{side}_{regime}"]
@@ -461,16 +470,23 @@ def bench_minilm(texts, args) -> dict:
           f"{accelerator() or 'CPU'}, torch on {peer['device']}")
     print(f"{'regime':<24} {'ours sent/s':>12} {'torch sent/s':>13} {'ratio':>7} {'ratio med':>10} "
           f"{'min cos':>9}")
-    out = {"ours": ours, "torch": peer}
+    xla = dict(sides).get("oursxla")
+    out = {"ours": ours, "torch": peer, **({"oursxla": xla} if xla is not None else {})}
     for (name, n, regime, cos), key in zip(rows, ("fixed_batch", "real_texts")):
         a, b = n / ours[f"{regime}_s"], n / peer[f"{regime}_s"]
         median = float(np.median(times[f"torch_{regime}"]) / np.median(times[f"ours_{regime}"]))
         print(f"{name:<24} {a:>12.1f} {b:>13.1f} {a / b:>6.2f}x {median:>9.2f}x {cos:>9.6f}")
         out[key] = {"n": n, "ours_sent_per_s": a, "torch_sent_per_s": b, "ratio": a / b,
                     "ratio_of_medians": median, "min_cosine": cos}
-    print(f"ours: compile (a) {ours['compile_fixed_s']:.2f}s; first call (b) incl. compiles "
-          f"{ours['natural_first_call_s']:.2f}s over {ours['programs']} programs; attention groups "
-          f"{ours['attention_groups']}")
+        if xla is not None:
+            c = n / xla[f"{regime}_s"]
+            median = float(np.median(times[f"torch_{regime}"]) / np.median(times[f"oursxla_{regime}"]))
+            print(f"{'  ours, XLA attention':<24} {c:>12.1f} {b:>13.1f} {c / b:>6.2f}x {median:>9.2f}x")
+            out[key].update({"ours_xla_attention_sent_per_s": c, "ratio_xla_attention": c / b,
+                             "ratio_of_medians_xla_attention": median})
+    print(f"ours: attention {ours['attention_kernel']}; compile (a) {ours['compile_fixed_s']:.2f}s; first "
+          f"call (b) incl. compiles {ours['natural_first_call_s']:.2f}s over {ours['programs']} programs; "
+          f"attention groups {ours['attention_groups']}")
     return out
 
 

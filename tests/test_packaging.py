@@ -1,4 +1,5 @@
-"""A wheel built from this checkout carries what the code reads at run time (suites, word lists)."""
+"""A wheel built from this checkout carries what the code reads at run time (suites, word lists, the
+C++ kernel source)."""
 
 import shutil
 import subprocess
@@ -16,6 +17,8 @@ for name in available_suites():
     assert load_suite(name).datasets, name
 from stylebench_jax.data.pairs.topics import load_lexicon
 assert load_lexicon().topics == ("religious", "historical", "adventure", "romance", "general")
+from stylebench_jax.kernels.cpu_attention import SOURCE
+assert SOURCE.is_file() and "XLA_FFI_DEFINE_HANDLER_SYMBOL" in SOURCE.read_text(), SOURCE
 print("ok", len(FunctionWordEmbedder().entries))
 """
 

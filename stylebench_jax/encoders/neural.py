@@ -36,7 +36,9 @@ Pipeline for ``embed(texts)``, the same for both families:
 3. run the jitted forward with the batch sharded over the mesh's ``data`` axis and heads/MLP over
    ``model`` (parameters read block by block into their shardings by ``encoders.loading``; on CPU a
    batch of long sequences runs as a ``lax.map`` over micro-batches inside its one program,
-   ``micro_batch_rows``), collect ``[B, H]`` float32 outputs without blocking, restore input order.
+   ``micro_batch_rows``, and BERT-family attention in float32 runs in the C++ kernel of
+   ``kernels.cpu_attention``, ``fused_attention_mesh``), collect ``[B, H]`` float32 outputs without
+   blocking, restore input order.
 
 What differs between the families is a handful of class attributes and hooks: the directory reader,
 the Flax module, the pooling modes and their default, the dtypes, the rules table, the default token
@@ -48,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -121,6 +124,11 @@ CPU_PROGRAM_FLOPS = 1.5e11
 ACCELERATOR_PROGRAM_FLOPS = 4e13
 
 
+@functools.cache
+def _warn_once(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 def _cpu_mesh(mesh: Mesh) -> bool:
     """Whether every device of ``mesh`` is a CPU (the embedder's cache-friendly settings apply)."""
     return all(device.platform == "cpu" for device in mesh.devices.flat)
@@ -152,6 +160,33 @@ def attention_groups(mesh: Mesh) -> int:
     return 0
 
 
+def fused_attention_mesh(mesh: Mesh, config, dtype: str, fused: bool | None) -> tuple[Mesh | None, str]:
+    """Whether attention runs in the C++ kernel (``kernels.cpu_attention``): ``(mesh or None, what)``.
+
+    ``fused``: ``None`` (auto: on CPU meshes in float32 with a head size the kernel handles, whenever
+    it builds and loads here; when it cannot, XLA's attention, said once on stderr since it is ~2x
+    slower), ``False`` (XLA's attention), ``True`` (the kernel, or ``InvalidOption`` saying why not).
+    The kernel is inference-only x86-64 AVX2/FMA code; accelerators keep XLA's attention."""
+    from stylebench_jax.kernels import cpu_attention
+
+    if fused is False:
+        return None, "xla (asked for)"
+    if not _cpu_mesh(mesh):
+        reason, applies = "the mesh is not on CPU", False
+    elif not cpu_attention.supports(config.head_dim, DTYPES[dtype]):
+        reason, applies = (f"the kernel takes float32 and head sizes divisible by "
+                           f"{cpu_attention.HEAD_DIM_MULTIPLE}, not {dtype} and {config.head_dim}"), False
+    else:
+        reason, applies = cpu_attention.unavailable(), True
+    if reason is None:
+        return mesh, "fused-cpu"
+    if fused:
+        raise InvalidOption("fused_attention", f"the fused CPU attention kernel cannot run: {reason}")
+    if applies:
+        _warn_once(f"stylebench: fused CPU attention unavailable ({reason}); using XLA's attention")
+    return None, f"xla ({reason})"
+
+
 class FlaxEncoderEmbedder:
     """A BERT-family encoder from a local directory, as an ``Embedder`` (see ``encoders.base``).
 
@@ -160,6 +195,8 @@ class FlaxEncoderEmbedder:
     (``None``: the model's sentence-transformers default prompt, else none). ``dtype``: ``float32``
     (default) or ``bfloat16``: matrix products in bfloat16 with float32 accumulation, LayerNorm
     statistics, softmax and pooling sums in float32, parameters kept in float32 (part of the cache key).
+    ``fused_attention``: attention in the C++ CPU kernel (``fused_attention_mesh``; ``None``: whenever
+    it applies and builds); ``attention_kernel`` says what runs.
     Options with a bad value raise ``InvalidOption`` naming the option.
     """
 
@@ -175,7 +212,8 @@ class FlaxEncoderEmbedder:
     def __init__(self, model_dir: str | Path, *, name: str | None = None, max_length: int | None = None,
                  pooling: str | None = None, normalize: bool | None = None, long_text: str = "chunk",
                  batch_size: int = 64, mesh: Mesh | None = None, progress: bool | None = None,
-                 rules=None, dtype: str | None = None, prompt: str | None = None):
+                 rules=None, dtype: str | None = None, prompt: str | None = None,
+                 fused_attention: bool | None = None):
         dtype = dtype or "float32"
         self.check_options(pooling=pooling, long_text=long_text, dtype=dtype, batch_size=batch_size,
                            max_length=max_length)
@@ -210,8 +248,9 @@ class FlaxEncoderEmbedder:
         self.mesh = resolve_mesh(mesh)
         self._check_mesh()
         self.projection_dim = defaults.get("projection_dim")  # ours (encoders.export): Writing7's head
+        fused_mesh, self.attention_kernel = self.attention_plan(fused_attention)
         self.module = self.build_module(self.config, self.settings, self.projection_dim,
-                                        attention_groups(self.mesh))
+                                        attention_groups(self.mesh), fused_mesh)
         self.params = load_params(files.tensors, self.module, self.mesh,
                                   self.default_rules if rules is None else rules)
         self.forward_batches = 0  # number of compiled-forward calls made (tests and profiling read it)
@@ -239,14 +278,19 @@ class FlaxEncoderEmbedder:
         h, i = config.hidden_size, config.intermediate_size
         return float(config.num_layers * (2 * (4 * h * h + 2 * h * i) + 4 * length * h))
 
+    def attention_plan(self, fused: bool | None) -> tuple[Mesh | None, str]:
+        """``(mesh for the fused kernel or None, what runs)``: ``fused_attention_mesh``."""
+        return fused_attention_mesh(self.mesh, self.config, self.settings.dtype, fused)
+
     @staticmethod
     def build_module(config, settings: EncodeSettings, projection_dim: int | None = None,
-                     groups: int = 0):
+                     groups: int = 0, fused_mesh: Mesh | None = None):
         """The Flax module computing ``[B, L]`` ids -> ``[B, D]`` float32 pooled vectors; ``groups``:
-        sequences attended per step (``bert.grouped_attention``; 0: the whole batch at once)."""
+        sequences attended per step (``bert.grouped_attention``; 0: the whole batch at once);
+        ``fused_mesh``: attention in ``kernels.cpu_attention`` over that mesh instead."""
         return SentenceEncoder(config, pooling=settings.pooling, normalize=settings.normalize,
                                dtype=DTYPES[settings.dtype], projection_dim=projection_dim,
-                               attention_groups=groups)
+                               attention_groups=groups, fused_attention=fused_mesh)
 
     def _check_mesh(self) -> None:
         model = int(self.mesh.shape["model"])
@@ -414,11 +458,17 @@ class FlaxDecoderEmbedder(FlaxEncoderEmbedder):
         mlp = (2 if config.model_type == "gpt2" else 3) * h * config.intermediate_size
         return float(config.num_layers * (2 * (2 * h * q + 2 * h * kv + mlp) + 4 * length * q))
 
+    def attention_plan(self, fused: bool | None) -> tuple[Mesh | None, str]:
+        if fused:
+            raise InvalidOption("fused_attention", "the fused CPU attention kernel is for BERT-family "
+                                                   "encoders; decoders use XLA's causal attention")
+        return None, "xla (causal)"
+
     @staticmethod
     def build_module(config, settings: EncodeSettings, projection_dim: int | None = None,
-                     groups: int = 0):
-        # ``groups`` is the BERT family's attention layout; decoders have their own causal attention
-        # (``encoders.decoder``) and take no such option.
+                     groups: int = 0, fused_mesh: Mesh | None = None):
+        # ``groups`` and ``fused_mesh`` are the BERT family's attention options; decoders have their
+        # own causal attention (``encoders.decoder``) and take neither.
         if projection_dim is not None:  # read_decoder_dir refuses such directories
             raise ValueError("decoders have no projection head")
         dtype = DTYPES[settings.dtype]

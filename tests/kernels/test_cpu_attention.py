@@ -1,0 +1,155 @@
+"""The fused CPU attention kernel (``kernels.cpu_attention``, C++ through ``jax.ffi``): equals
+``bert.softmax_attention`` under padding masks, is exact per (sequence, head) (the same bits however
+the batch is ordered or sharded), gathers nothing on a sharded mesh, and the embedder uses it where it
+applies, says why where it does not, and refuses it where asked for and impossible."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from stylebench_jax.encoders import neural
+from stylebench_jax.encoders.bert import softmax_attention
+from stylebench_jax.encoders.neural import FlaxEncoderEmbedder
+from stylebench_jax.errors import InvalidOption
+from stylebench_jax.kernels import cpu_attention
+from stylebench_jax.parallel import make_mesh
+from tests.helpers.tiny_models import write_tiny_model
+
+REASON = cpu_attention.unavailable()
+needs_kernel = pytest.mark.skipif(REASON is not None, reason=f"fused CPU attention unavailable: {REASON}")
+
+
+def _inputs(batch, heads, length, head_dim, seed=0):
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((batch, heads, length, head_dim), dtype=np.float32) * 2 for _ in range(3))
+    lengths = rng.integers(1, length + 1, size=batch)
+    lengths[0] = length
+    if batch > 1:
+        lengths[1] = 1  # a single visible key
+    mask = np.arange(length)[None, :] < lengths[:, None]
+    bias = np.where(mask[:, None, None, :], 0.0, -1e9).astype(np.float32)
+    return q, k, v, bias, mask
+
+
+def _reference(q, k, v, bias):
+    """Float64 ``softmax(q k^T / sqrt(d) + bias) v``."""
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    scores = np.einsum("bnqd,bnkd->bnqk", q, k) / np.sqrt(q.shape[-1]) + bias
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    return np.einsum("bnqk,bnkd->bnqd", weights / weights.sum(-1, keepdims=True), v)
+
+
+@needs_kernel
+@pytest.mark.parametrize("shape", [(6, 3, 9, 16), (2, 2, 37, 32), (3, 2, 256, 64), (1, 1, 1, 16),
+                                   (4, 12, 20, 32)])
+def test_fused_attention_matches_softmax_attention(shape):
+    """Lengths not divisible by the kernel's 6-row and 8/16-column blocks, one-token sequences."""
+    q, k, v, bias, mask = _inputs(*shape)
+    ours = np.asarray(jax.jit(cpu_attention.fused_attention)(q, k, v, bias))
+    xla = np.asarray(jax.jit(softmax_attention)(q, k, v, bias))
+    exact = _reference(q, k, v, bias)
+    # as close to the float64 result as XLA's float32 computation is (both ~1e-6 at these score sizes)
+    assert np.abs(ours - exact).max() <= 2 * np.abs(xla - exact).max() + 1e-7
+    np.testing.assert_allclose(ours, xla, atol=1e-5, rtol=0)
+    # padded keys get exactly no weight: changing their values changes no bit
+    v2 = v.copy()
+    v2[np.broadcast_to(~mask[:, None, :, None], v.shape)] = 1e3
+    np.testing.assert_array_equal(np.asarray(cpu_attention.fused_attention(q, k, v2, bias)), ours)
+
+
+@needs_kernel
+def test_fused_attention_is_exact_per_sequence_and_head():
+    """Each (sequence, head) is one thread's fixed computation: permuting the batch permutes the
+    output bit for bit, and repeated calls agree bit for bit."""
+    q, k, v, bias, _ = _inputs(8, 4, 50, 32, seed=3)
+    ours = np.asarray(cpu_attention.fused_attention(q, k, v, bias))
+    np.testing.assert_array_equal(np.asarray(cpu_attention.fused_attention(q, k, v, bias)), ours)
+    perm = np.random.default_rng(1).permutation(len(q))
+    np.testing.assert_array_equal(
+        np.asarray(cpu_attention.fused_attention(q[perm], k[perm], v[perm], bias[perm])), ours[perm])
+    assert np.abs(ours - ours[::-1]).max() > 1e-3  # rows differ, so a mix-up would show
+
+
+@needs_kernel
+def test_fused_attention_runs_per_shard():
+    """On a data=4, model=2 mesh the call runs per shard (batch over data, heads over model): the
+    same bits as on one device, and the compiled program moves no data between devices."""
+    q, k, v, bias, _ = _inputs(8, 4, 24, 16, seed=5)
+    mesh = make_mesh("data=4,model=2")
+    fn = jax.jit(lambda *a: cpu_attention.fused_attention(*a, mesh=mesh))
+    heads = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data", "model"))
+    rows = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+    args = [jax.device_put(x, heads) for x in (q, k, v)] + [jax.device_put(bias, rows)]
+    assert not re.search(r"all-gather|all-to-all|collective-permute", fn.lower(*args).compile().as_text())
+    single = np.asarray(cpu_attention.fused_attention(q, k, v, bias))
+    np.testing.assert_array_equal(np.asarray(fn(*args)), single)
+
+
+@needs_kernel
+@pytest.mark.parametrize("spec", ["data=1,model=1", "data=4,model=2"])
+def test_embedder_uses_the_kernel_where_it_applies(tmp_path, spec):
+    """A float32 BERT-family model with 16-wide heads on CPU runs the kernel by default; its vectors
+    equal XLA's attention's within float32 rounding (micro-batched forward, sharded mesh too)."""
+    folder = write_tiny_model(tmp_path / "tiny", num_heads=2)  # hidden 32: heads of 16
+    mesh = make_mesh(spec, devices=jax.devices()[:1] if spec.startswith("data=1,") else None)
+    fused = FlaxEncoderEmbedder(folder, mesh=mesh, progress=False, batch_size=16)
+    plain = FlaxEncoderEmbedder(folder, mesh=mesh, progress=False, batch_size=16, fused_attention=False)
+    assert fused.attention_kernel == "fused-cpu" and plain.attention_kernel == "xla (asked for)"
+    texts = ["the cat sat on the mat .", "it was a good day and the sun ran fast !", "rain", "the dog"] * 5
+    ours, theirs = fused.embed(texts), plain.embed(texts)
+    np.testing.assert_allclose(ours, theirs, atol=2e-6, rtol=0)
+    assert np.abs(ours[0] - ours[1]).max() > 1e-3
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, 30, size=(16, 12)).astype(np.int32)
+    mask = (np.arange(12)[None, :] < rng.integers(1, 13, size=16)[:, None]).astype(np.int32)
+    text = fused._forward.lower(fused.params, ids, mask).compile().as_text()
+    assert "custom-call" in text and cpu_attention.TARGET in text
+    assert not re.search(r"all-gather|all-to-all|collective-permute", text)
+
+
+def test_embedder_keeps_xla_attention_where_the_kernel_does_not_apply(tmp_path, monkeypatch, capsys):
+    """Heads of 8 or bfloat16: XLA's attention without a word; asked for, a named refusal. A kernel
+    that cannot build (no compiler here): XLA's attention, said on stderr, or a refusal naming why."""
+    folder = write_tiny_model(tmp_path / "tiny")  # 4 heads of 8
+    mesh = make_mesh("data=1", jax.devices()[:1])
+    narrow = FlaxEncoderEmbedder(folder, mesh=mesh, progress=False)
+    assert narrow.attention_kernel.startswith("xla (")
+    assert "float32 and head sizes divisible by 16" in narrow.attention_kernel
+    with pytest.raises(InvalidOption, match="fused_attention.*not float32 and 8"):
+        FlaxEncoderEmbedder(folder, mesh=mesh, progress=False, fused_attention=True)
+    wide = write_tiny_model(tmp_path / "wide", num_heads=2)
+    half = FlaxEncoderEmbedder(wide, mesh=mesh, progress=False, dtype="bfloat16")
+    assert "bfloat16" in half.attention_kernel
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(cpu_attention, "unavailable", lambda: "no C++ compiler found (test)")
+    neural._warn_once.cache_clear()
+    embedder = FlaxEncoderEmbedder(wide, mesh=mesh, progress=False)
+    assert embedder.attention_kernel == "xla (no C++ compiler found (test))"
+    assert "fused CPU attention unavailable (no C++ compiler found (test))" in capsys.readouterr().err
+    with pytest.raises(InvalidOption, match="cannot run: no C\\+\\+ compiler found"):
+        FlaxEncoderEmbedder(wide, mesh=mesh, progress=False, fused_attention=True)
+    assert jnp.asarray(embedder.embed(["the cat"])).shape == (1, 32)
+
+
+def test_build_errors_name_the_cause(tmp_path, monkeypatch):
+    """No compiler: a message saying what to install. A source that does not compile: the command and
+    the compiler's last lines; nothing is left in the build directory."""
+    monkeypatch.setattr(cpu_attention, "_compiler", lambda: None)
+    with pytest.raises(cpu_attention.NativeBuildError, match=r"no C\+\+ compiler found.*apt install g\+\+"):
+        cpu_attention.build(tmp_path / "none")
+    monkeypatch.undo()
+    if cpu_attention._compiler() is None:
+        pytest.skip("no C++ compiler here")
+    bad = tmp_path / "cpu_attention.cc"
+    bad.write_text("this is not C++;\n")
+    monkeypatch.setattr(cpu_attention, "SOURCE", bad)
+    name = cpu_attention.library_name()
+    monkeypatch.undo()
+    assert name != cpu_attention.library_name()  # the digest follows the source
+    monkeypatch.setattr(cpu_attention, "SOURCE", bad)
+    with pytest.raises(cpu_attention.NativeBuildError, match="compiling cpu_attention.cc failed"):
+        cpu_attention.build(tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
