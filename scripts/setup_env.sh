@@ -46,7 +46,7 @@ step="building the fused CPU attention kernel"
 say "4/4 $step (stylebench_jax/kernels/cpu_attention.cc, C++ through jax.ffi; ~8 s)"
 # Not fatal: without a C++ compiler (or AVX2/FMA) embedding uses XLA's attention and says so.
 if ! python3 -m stylebench_jax.kernels.cpu_attention >/dev/null; then
-  say "    (not built: CPU embedding will use XLA's attention, ~10% slower on long texts)"
+  say "    (not built: CPU embedding will use XLA's attention, slower on long texts)"
 fi
 
 say "done in $((SECONDS - start)) s; $(python3 -c 'import sys; print(sys.prefix)') holds" \

@@ -27,10 +27,11 @@ namespace {
 constexpr int kRows = 6;  // query rows per register block: 6 x 16 accumulators = 12 of AVX2's 16 ymm
 
 // exp(x) for x <= 0 (scores minus their row maximum): Cephes' expf (Cody-Waite reduction by ln 2,
-// degree-5 polynomial; relative error ~1e-7); exactly 0 below -87.3 (masked keys).
+// degree-5 polynomial; relative error ~1e-7); exactly 0 below -87.3 (masked keys); NaN stays NaN
+// (unordered compare keeps the lane; max returns its second operand when one is NaN).
 inline __m256 exp256(__m256 x) {
-  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ);
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_NLT_UQ);  // x >= -87.3 or NaN
+  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x);
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -114,17 +115,22 @@ void attend(const float* q, const float* k, const float* v, const float* bias, f
     for (int r = 0; r < R; ++r) {
       float* row = s + r * Lp;
       int j = 0;
-      __m256 mx = _mm256_set1_ps(-INFINITY);
+      // finite: x * 0 summed is 0 unless some score is NaN or infinite; then the row's maximum is
+      // NaN and so is its output, as with XLA (max instructions alone would drop a NaN).
+      __m256 mx = _mm256_set1_ps(-INFINITY), finite = _mm256_setzero_ps();
       for (; j + 8 <= L; j += 8) {
         const __m256 x = _mm256_add_ps(_mm256_loadu_ps(row + j), _mm256_loadu_ps(bias + j));
         _mm256_storeu_ps(row + j, x);
         mx = _mm256_max_ps(mx, x);
+        finite = _mm256_fmadd_ps(x, _mm256_setzero_ps(), finite);
       }
-      float m = hmax(mx);
+      float m = hmax(mx), check = hsum(finite);
       for (int t = j; t < L; ++t) {
         row[t] += bias[t];
         m = std::max(m, row[t]);
+        check += row[t] * 0.0f;
       }
+      if (check != 0.0f) m = NAN;
       const __m256 mv = _mm256_set1_ps(m);
       __m256 acc = _mm256_setzero_ps();
       for (j = 0; j + 8 <= L; j += 8) {
@@ -158,8 +164,9 @@ struct Job {
 // at once, so the caller never waits for a task that has not started (no deadlock on a busy pool).
 void work(Job* job) {
   const int64_t L = job->length, D = job->dim, Lp = (L + 15) / 16 * 16;
-  std::vector<float> scratch(D * Lp + kRows * (Lp + D));
+  std::vector<float> scratch;  // allocated once a unit is claimed (late tasks claim none)
   for (int64_t u; (u = job->next.fetch_add(1, std::memory_order_relaxed)) < job->units;) {
+    if (scratch.empty()) scratch.resize(D * Lp + kRows * (Lp + D));
     const int64_t offset = u * L * D;
     attend(job->q + offset, job->k + offset, job->v + offset, job->bias + (u / job->heads) * L,
            job->out + offset, static_cast<int>(L), static_cast<int>(D), job->scale, scratch.data());

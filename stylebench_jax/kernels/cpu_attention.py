@@ -6,17 +6,20 @@ register blocks (6 query rows x 16 columns), six rows of scores live at once (in
 intra-op threads. Measured on the 2-core AVX2 EPYC, 2026-11-27: the kernel's calls take ~0.5 s of a
 MiniLM forward over 64 x 256 tokens (~75 GFLOP/s on both cores); ``benchmarks/bench_encoder.py
 --xla-attention-row`` on 2,000 real texts: 50.8 sentences/s with the kernel, 44.0 with XLA's
-attention, in the same interleaved rounds. Same arithmetic as ``encoders.bert.softmax_attention``
+attention, in the same interleaved rounds. The formula of ``encoders.bert.softmax_attention``
 (query scaled first, exp of scores minus the row maximum, normalised after the ``p v`` product),
-summed in another order: as close to a float64 result as XLA's float32 one
-(tests/kernels/test_cpu_attention.py); MiniLM's vectors within 3e-7 of XLA's.
+summed in another order and with a polynomial exp (relative error ~1e-7; exactly 0 for masked keys):
+as close to a float64 result as XLA's float32 one (tests/kernels/test_cpu_attention.py); MiniLM's
+vectors within 3e-7 of XLA's. A NaN or infinite score makes its row's output NaN, as in XLA.
 
 The kernel is compiled on first use with the system's C++ compiler (``$CXX``, else ``c++``/``g++``)
 against the installed jaxlib's XLA FFI headers, into ``stylebench_jax/kernels/_build/`` when the
-package directory is writable (an editable install; ``scripts/setup_env.sh`` builds it there), else
-``<cache root>/native`` (``$STYLEBENCH_CACHE`` or ``~/.cache/stylebench``); the file name carries a
-digest of the source, the flags and the jaxlib version, so a changed kernel is rebuilt, and the library
-is written to a temporary name and renamed (concurrent builders never load half a file).
+package directory is writable (``scripts/setup_env.sh`` builds it there; in a site-packages install
+``pip uninstall`` leaves that folder behind), else ``<cache root>/native`` (``$STYLEBENCH_CACHE`` or
+``~/.cache/stylebench``); the file name carries a digest of the source, the flags and the jaxlib
+version, so a changed kernel is rebuilt, and the library is written to a temporary name and renamed
+(concurrent builders never load half a file). Older versions are removed from ``_build`` only: the
+cache root may be shared by environments with other jaxlib versions.
 
 ``unavailable()`` says why the kernel cannot run here (not x86-64, no AVX2/FMA, no compiler, a failed
 build), ``None`` when it can; the embedder (``encoders.neural``) then uses XLA's attention and says so.
@@ -29,6 +32,7 @@ import functools
 import hashlib
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -44,16 +48,33 @@ SOURCE = Path(__file__).with_name("cpu_attention.cc")
 TARGET = "stylebench_cpu_attention_f32"
 CXX_FLAGS = ("-O3", "-mavx2", "-mfma", "-std=c++17", "-shared", "-fPIC")
 HEAD_DIM_MULTIPLE = 16  # the kernel's register blocks are 16 floats wide
+BUILD_TIMEOUT_S = 300
+NO_COMPILER = ("no C++ compiler found ($CXX, c++, g++, clang++); install one (Debian: apt install g++) "
+               "or use XLA's attention")
 
 
 class NativeBuildError(RuntimeError):
     """The C++ kernel could not be compiled or loaded (the message names the step and the cause)."""
 
 
-def _compiler() -> str | None:
-    for name in (os.environ.get("CXX"), "c++", "g++", "clang++"):
-        if name and shutil.which(name):
-            return name
+def _compiler() -> list[str] | None:
+    """The compiler command: ``$CXX`` (split like a shell word list, e.g. ``ccache g++``), else the
+    first of ``c++``, ``g++``, ``clang++`` on the path."""
+    for command in (shlex.split(os.environ.get("CXX", "")), ["c++"], ["g++"], ["clang++"]):
+        if command and shutil.which(command[0]):
+            return command
+    return None
+
+
+def _cpu_flags() -> set[str] | None:
+    """The CPU's feature flags from ``/proc/cpuinfo`` (Linux), or None where there is no such file."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
     return None
 
 
@@ -84,8 +105,7 @@ def build(directory: str | Path | None = None) -> Path:
             return folder / name
     compiler = _compiler()
     if compiler is None:
-        raise NativeBuildError("no C++ compiler found ($CXX, c++, g++, clang++); install one (Debian: "
-                               "apt install g++) or use XLA's attention")
+        raise NativeBuildError(NO_COMPILER)
     errors = []
     for folder in candidates:
         try:
@@ -95,25 +115,45 @@ def build(directory: str | Path | None = None) -> Path:
         except OSError as error:
             errors.append(f"{folder}: {error.strerror}")
             continue
-        command = [compiler, *CXX_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", tmp]
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            os.unlink(tmp)
-            tail = "\n".join(result.stderr.strip().splitlines()[-5:])
-            raise NativeBuildError(f"compiling {SOURCE.name} failed ({' '.join(command)}):\n{tail}")
-        os.replace(tmp, folder / name)
-        for stale in folder.glob("cpu_attention-*.so"):  # earlier versions of the kernel
-            if stale.name != name:
-                stale.unlink(missing_ok=True)
+        command = [*compiler, *CXX_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", tmp]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+            if result.returncode != 0:  # the error lines (jaxlib's headers add warnings), else the tail
+                lines = result.stderr.strip().splitlines()
+                tail = "\n".join([line for line in lines if "error" in line][:5] or lines[-5:])
+                raise NativeBuildError(f"compiling {SOURCE.name} failed ({' '.join(command)}):\n{tail}")
+            os.replace(tmp, folder / name)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise NativeBuildError(f"compiling {SOURCE.name} failed ({' '.join(command)}): "
+                                   f"{error}") from error
+        finally:
+            Path(tmp).unlink(missing_ok=True)  # gone after the rename; left only by a failure
+        if folder == candidates[0] and directory is None:  # the package's own _build
+            for stale in folder.glob("cpu_attention-*.so"):  # earlier versions of the kernel
+                if stale.name != name:
+                    stale.unlink(missing_ok=True)
         return folder / name
     raise NativeBuildError(f"no writable build directory for {name}: {'; '.join(errors)}")
+
+
+def missing_prerequisite() -> str | None:
+    """What this machine lacks for the kernel (x86-64 with AVX2 and FMA, a C++ compiler), or None."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return f"the kernel is x86-64 code and this machine is {platform.machine()}"
+    flags = _cpu_flags()  # checked before loading: the library itself is AVX2 code
+    if flags is not None and not {"avx2", "fma"} <= flags:
+        return "this CPU lacks AVX2 or FMA"
+    if _compiler() is None and not any((folder / library_name()).is_file() for folder in _build_dirs()):
+        return NO_COMPILER
+    return None
 
 
 @functools.cache
 def _register() -> str | None:
     """Build, load and register the kernel once per process; the reason it cannot run, or None."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return f"the kernel is x86-64 code and this machine is {platform.machine()}"
+    missing = missing_prerequisite()
+    if missing is not None:
+        return missing
     try:
         library = ctypes.CDLL(str(build()))
     except (NativeBuildError, OSError) as error:

@@ -18,8 +18,16 @@ from stylebench_jax.kernels import cpu_attention
 from stylebench_jax.parallel import make_mesh
 from tests.helpers.tiny_models import write_tiny_model
 
-REASON = cpu_attention.unavailable()
-needs_kernel = pytest.mark.skipif(REASON is not None, reason=f"fused CPU attention unavailable: {REASON}")
+# Skipped only where the machine lacks what the kernel needs (no x86-64 AVX2/FMA, no compiler); a
+# kernel that fails to build or load on a machine that has them fails the tests.
+MISSING = cpu_attention.missing_prerequisite()
+needs_kernel = pytest.mark.skipif(MISSING is not None, reason=f"fused CPU attention cannot run: {MISSING}")
+
+
+@pytest.fixture(autouse=True)
+def _kernel_registered():
+    if MISSING is None:
+        assert cpu_attention.unavailable() is None
 
 
 def _inputs(batch, heads, length, head_dim, seed=0):
@@ -74,6 +82,23 @@ def test_fused_attention_is_exact_per_sequence_and_head():
 
 
 @needs_kernel
+def test_non_finite_scores_give_nan_rows_as_xla_does():
+    """A NaN query value makes that query's row NaN; a NaN key value every row of its (sequence,
+    head); other outputs stay finite and equal (a max instruction alone would drop the NaN)."""
+    q, k, v, bias, _ = _inputs(2, 2, 20, 16, seed=7)
+    q[0, 0, 3, 5] = np.nan
+    k[1, 1, 17, 2] = np.nan  # row 1 sees one key: key 17 is masked, so its NaN does not count
+    k[0, 1, 9, 0] = np.nan
+    ours = np.asarray(cpu_attention.fused_attention(q, k, v, bias))
+    xla = np.asarray(softmax_attention(q, k, v, bias))
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(xla))
+    assert np.isnan(ours[0, 0, 3]).all() and not np.isnan(ours[0, 0, 2]).any()
+    assert np.isnan(ours[0, 1]).all()
+    finite = ~np.isnan(xla)
+    np.testing.assert_allclose(ours[finite], xla[finite], atol=1e-5, rtol=0)
+
+
+@needs_kernel
 def test_fused_attention_runs_per_shard():
     """On a data=4, model=2 mesh the call runs per shard (batch over data, heads over model): the
     same bits as on one device, and the compiled program moves no data between devices."""
@@ -86,6 +111,10 @@ def test_fused_attention_runs_per_shard():
     assert not re.search(r"all-gather|all-to-all|collective-permute", fn.lower(*args).compile().as_text())
     single = np.asarray(cpu_attention.fused_attention(q, k, v, bias))
     np.testing.assert_array_equal(np.asarray(fn(*args)), single)
+    # a batch data does not divide (6 on 4) and heads model does not divide (3 on 2): replicated there
+    q, k, v, bias, _ = _inputs(6, 3, 10, 16, seed=6)
+    np.testing.assert_array_equal(np.asarray(fn(q, k, v, bias)),
+                                  np.asarray(cpu_attention.fused_attention(q, k, v, bias)))
 
 
 @needs_kernel
@@ -132,6 +161,22 @@ def test_embedder_keeps_xla_attention_where_the_kernel_does_not_apply(tmp_path, 
     with pytest.raises(InvalidOption, match="cannot run: no C\\+\\+ compiler found"):
         FlaxEncoderEmbedder(wide, mesh=mesh, progress=False, fused_attention=True)
     assert jnp.asarray(embedder.embed(["the cat"])).shape == (1, 32)
+
+
+@needs_kernel
+def test_build_reuses_the_digest_named_library(tmp_path, monkeypatch):
+    """A build lands under its digest name in the first writable folder, leaves no temporary file,
+    removes older versions from the package's folder only, and a second call reuses it."""
+    package, cache = tmp_path / "package", tmp_path / "cache"
+    package.mkdir()
+    (package / "cpu_attention-0000000000000000.so").write_bytes(b"old")
+    monkeypatch.setattr(cpu_attention, "_build_dirs", lambda: [package, cache])
+    path = cpu_attention.build()
+    assert path == package / cpu_attention.library_name()
+    assert sorted(p.name for p in package.iterdir()) == [path.name]
+    stamp = path.stat().st_mtime_ns
+    assert cpu_attention.build() == path and path.stat().st_mtime_ns == stamp
+    assert not cache.exists()
 
 
 def test_build_errors_name_the_cause(tmp_path, monkeypatch):
