@@ -67,6 +67,10 @@ def register(subparsers) -> None:
                              "bfloat16 with float32 accumulation, norms and softmax (decoders also store "
                              "their parameters in bfloat16; encoders keep them in float32): faster on "
                              "GPUs/TPUs, slower on CPUs without native bfloat16")
+    parser.add_argument("--fused-attention", choices=("auto", "on", "off"), default="auto",
+                        help="BERT-family attention on CPU in the fused C++ kernel (float32, head sizes "
+                             "divisible by 16): auto uses it whenever it applies and builds, on refuses to "
+                             "run without it, off keeps XLA's attention (default: auto)")
     parser.add_argument("--device-memory", default=None, metavar="SIZE",
                         help="memory per device for the memory plan, e.g. 80GB (default: the device's own "
                              "limit; on CPU host RAM divided among the CPU devices)")
@@ -117,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     model = resolve_embedder(
         args.model, max_length=args.max_length, long_text=args.long_text, batch_size=args.batch_size,
         mesh=mesh, progress=not args.quiet, pooling=args.pooling, prompt=args.prompt, dtype=args.dtype,
+        fused_attention={"auto": None, "on": True, "off": False}[args.fused_attention],
         data_root=args.data_root or default_data_root())
     if not isinstance(model, Embedder):
         raise UserInputError(f"{args.model} is a pairwise similarity without vectors; it cannot embed")

@@ -130,3 +130,24 @@ def test_steb_long_text_on_a_decoder_is_a_flag_error(tmp_path, txt_input, cache_
     err = capsys.readouterr().err.strip()
     assert err.startswith("stylebench embed: error: --long-text: 'steb' reproduces STEB's generic loader")
     assert "\n" not in err and not out.exists()
+
+
+def test_fused_attention_flag(tmp_path, txt_input, cache_dir, capsys):
+    """--fused-attention off gives XLA's attention (vectors within float32 rounding of the kernel's);
+    on, where the kernel cannot run (bfloat16), is a one-line flag error before any embedding."""
+    from stylebench_jax.kernels import cpu_attention
+
+    out = tmp_path / "a.npy"
+    assert run_cli("--input", txt_input, "--output", out, "--fused-attention", "off", "--no-cache") == 0
+    if cpu_attention.missing_prerequisite() is None:
+        fused = tmp_path / "b.npy"
+        assert run_cli("--input", txt_input, "--output", fused, "--fused-attention", "on", "--no-cache") == 0
+        np.testing.assert_allclose(np.load(fused), np.load(out), atol=1e-6, rtol=0)
+    capsys.readouterr()
+    bad = tmp_path / "c.npy"
+    assert run_cli("--input", txt_input, "--output", bad, "--fused-attention", "on",
+                   "--dtype", "bfloat16") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("stylebench embed: error: --fused-attention: the fused CPU attention kernel cannot "
+                          "run: the kernel takes float32")
+    assert "\n" not in err and not bad.exists()
