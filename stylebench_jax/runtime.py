@@ -1,10 +1,12 @@
 """Process-wide settings a command applies once at start-up (never library code): the C
 allocator's behaviour (:func:`tune_malloc`) and JAX's persistent compilation cache; and
-:func:`release_free_heap`, which a long kernel may call between phases."""
+:func:`release_free_heap`, which a long kernel may call between phases; :func:`cpu_flags`, the
+CPU's feature flags that kernels consult."""
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 from pathlib import Path
@@ -24,6 +26,20 @@ def enable_compilation_cache(cache_root: str | Path | None = None) -> Path:
     jax.config.update("jax_compilation_cache_dir", str(path.resolve()))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     return path
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (``avx2``, ``fma``, ``amx_bf16``, ...) from ``/proc/cpuinfo``; empty
+    where that file does not exist (not Linux) or has no flags line."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()
 
 
 def _glibc() -> bool:

@@ -164,8 +164,9 @@ def fused_attention_mesh(mesh: Mesh, config, dtype: str, fused: bool | None) -> 
     """Whether attention runs in the C++ kernel (``kernels.cpu_attention``): ``(mesh or None, what)``.
 
     ``fused``: ``None`` (auto: on CPU meshes in float32 with a head size the kernel handles, whenever
-    it builds and loads here; when it cannot, XLA's attention, said once on stderr since it is slower:
-    ~15% fewer sentences/s on real texts, 2026-11-27), ``False`` (XLA's attention), ``True`` (the
+    it builds and loads here; when it cannot, XLA's attention, said once on stderr since it is slower on
+    long texts: 64 x 256 tokens ~13% slower, real texts -3% to +15% across three runs, 2026-11-27),
+    ``False`` (XLA's attention), ``True`` (the
     kernel, or ``InvalidOption`` saying why not).
     The kernel is inference-only x86-64 AVX2/FMA code; accelerators keep XLA's attention."""
     from stylebench_jax.kernels import cpu_attention

@@ -65,10 +65,8 @@ float32 0.178 s, bfloat16 0.209 s; resident float32 0.031 s, bfloat16 0.020 s).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -91,6 +89,7 @@ from stylebench_jax.kernels.scan import (
     shard_pool,
 )
 from stylebench_jax.parallel import pad_rows, replicated, resolve_mesh, round_up
+from stylebench_jax.runtime import cpu_flags as _cpu_flags
 
 DEFAULT_CHUNK_ROWS = 65536     # host rows moved per transfer when streaming
 DEFAULT_QUERY_BATCH = 1024     # queries scored together; bounds the [queries, block] tile
@@ -125,18 +124,6 @@ class TopK:
     norm_range: tuple[float, float] = (math.nan, math.nan)
     n_grown: int = 0
     precision: str = "float32"
-
-
-@functools.lru_cache(maxsize=1)
-def _cpu_flags() -> frozenset[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return frozenset()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return frozenset(line.partition(":")[2].split())
-    return frozenset()
 
 
 def fast_bfloat16(mesh: Mesh) -> bool:
