@@ -10,7 +10,9 @@ dropout 0.1, float32, in one run on the same CPU:
 - ours: ``training.step.train_step`` under ``jax.shard_map`` (mean pooling, bidirectional in-batch
   InfoNCE over the all-gathered batch, no classifier or adversary: the same work as the peer's loss),
   plain and with gradient caching (``--chunk`` texts per chunk); on 1 device, and on 8 fake CPU devices
-  in a child process (XLA_FLAGS must be set before JAX starts);
+  in a child process (XLA_FLAGS must be set before JAX starts); attention as ``stylebench train`` runs
+  it (the C++ CPU kernels of ``kernels.cpu_attention``, forward and backward, where they apply; the
+  table's last column says), ``--xla-attention-row`` adds our plain step with XLA's attention;
 - peer: sentence-transformers ``MultipleNegativesRankingLoss`` (scale 20) and
   ``CachedMultipleNegativesRankingLoss`` (mini-batch ``--chunk``), a plain PyTorch loop
   (``loss(features, None).backward(); optimizer.step()``), torch threads = os CPUs.
@@ -82,13 +84,18 @@ def text_pairs(n: int, seed: int) -> tuple[list[str], list[str], str]:
 
 # ------------------------------------------------------------------------------------------ ours
 
-def ours_setup(batch: int, length: int, chunk: int | None, n_devices: int):
+def ours_setup(batch: int, length: int, chunk: int | None, n_devices: int, xla_attention: bool = False):
+    """Our step as ``stylebench train`` runs it: attention in the C++ CPU kernels where they apply
+    (``training_attention``'s auto; ``xla_attention``: XLA's). Returns ``(state, step, make_batch,
+    rng, attention)``, ``attention`` naming what runs."""
     import functools
 
     import jax
 
     from stylebench_jax.encoders.loading import read_encoder_dir
+    from stylebench_jax.encoders.neural import fused_attention_mesh
     from stylebench_jax.encoders.registry import minilm_dir
+    from stylebench_jax.kernels.cpu_attention import LOCAL
     from stylebench_jax.parallel import make_mesh
     from stylebench_jax.training.config import LossConfig, OptimConfig
     from stylebench_jax.training.data import PairSet, tokenize_table
@@ -98,8 +105,9 @@ def ours_setup(batch: int, length: int, chunk: int | None, n_devices: int):
 
     base = read_encoder_dir(minilm_dir())
     mesh = make_mesh(f"data={n_devices}", jax.devices()[:n_devices])
+    fused, attention = fused_attention_mesh(mesh, base.config, "float32", False if xla_attention else None)
     model = BiEncoder(base.config, pooling="mean", classifier="mlp", use_style_features=False, n_topics=0,
-                      dropout_rate=0.1)
+                      dropout_rate=0.1, fused_attention=LOCAL if fused is not None else None)
     loss = LossConfig(ce_weight=0.0, contrastive="infonce", contrastive_weight=1.0, adversary_weight=0.0)
     spec = StepSpec(loss, total_steps=1000, n_data=n_devices, embed_chunk=chunk, use_ce=False,
                     use_topics=False, train_dropout=True)
@@ -120,15 +128,15 @@ def ours_setup(batch: int, length: int, chunk: int | None, n_devices: int):
         host = pairs.batch(np.arange(len(first)))
         return {k: jax.device_put(v, batch_sharding(mesh, v.ndim)) for k, v in host.items()}
 
-    return state, step, make_batch, jax.random.key(0)
+    return state, step, make_batch, jax.random.key(0), attention
 
 
-def ours_runner(first, second, batch, length, steps, warmup, chunk, n_devices):
-    """Our step set up, compiled and warmed: ``(first_step_s, run)``; ``run()`` times ``steps`` steps
-    (batches prepared on the devices beforehand) and returns ``(seconds, loss)``."""
+def ours_runner(first, second, batch, length, steps, warmup, chunk, n_devices, xla_attention=False):
+    """Our step set up, compiled and warmed: ``(first_step_s, run, attention)``; ``run()`` times
+    ``steps`` steps (batches prepared on the devices beforehand) and returns ``(seconds, loss)``."""
     import jax
 
-    state, step, make_batch, rng = ours_setup(batch, length, chunk, n_devices)
+    state, step, make_batch, rng, attention = ours_setup(batch, length, chunk, n_devices, xla_attention)
     batches = [make_batch(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
                for i in range(steps + warmup)]
     start = time.perf_counter()
@@ -147,12 +155,12 @@ def ours_runner(first, second, batch, length, steps, warmup, chunk, n_devices):
         jax.block_until_ready(out)
         return time.perf_counter() - start, float(out["loss"])
 
-    return compile_s, run
+    return compile_s, run, attention
 
 
 def ours_memory(batch: int, length: int, chunk: int | None) -> int:
     """Bytes XLA's compiled step needs (arguments + outputs + temporaries - aliased), 1 device."""
-    state, step, make_batch, rng = ours_setup(batch, length, chunk, 1)
+    state, step, make_batch, rng, _ = ours_setup(batch, length, chunk, 1)
     vocab_batch = make_batch(["x"] * batch, ["y"] * batch)
     stats = step.lower(state, vocab_batch, rng).compile().memory_analysis()
     return int(stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
@@ -195,6 +203,7 @@ def peer_setup(loss_name: str, chunk: int, length: int):
         optimizer.step()
         return value.item()  # waits for the device
 
+    step.attention = f"pytorch ({getattr(model[0].auto_model.config, '_attn_implementation', '?')})"
     return step, prepare
 
 
@@ -215,23 +224,23 @@ def peer_runner(first, second, batch, length, steps, warmup, chunk, loss_name):
             value = step(features)
         return time.perf_counter() - start, value
 
-    return first_s, run
+    return first_s, run, step.attention
 
 
 def timed_rounds(runners: dict, rounds: int, steps: int, batch: int) -> dict:
-    """Runs each ``(first_step_s, run)`` of ``runners`` once per round, in turn (interleaved, so that
-    a slow minute of a shared machine falls on every system alike); examples/s of the best round,
-    the median round and every round."""
+    """Runs each ``(first_step_s, run, attention)`` of ``runners`` once per round, in turn
+    (interleaved, so that a slow minute of a shared machine falls on every system alike);
+    examples/s of the best round, the median round and every round."""
     seconds = {name: [] for name in runners}
     losses = {}
     for _ in range(rounds):
-        for name, (_, run) in runners.items():
+        for name, (_, run, _) in runners.items():
             elapsed, losses[name] = run()
             seconds[name].append(elapsed)
     examples = 2 * batch * steps
     return {name: {"examples_per_s": examples / min(values), "median_examples_per_s":
                    examples / float(np.median(values)), "round_s": values, "step_s": min(values) / steps,
-                   "first_step_s": runners[name][0], "loss": losses[name]}
+                   "first_step_s": runners[name][0], "loss": losses[name], "attention": runners[name][2]}
             for name, values in seconds.items()}
 
 
@@ -283,6 +292,9 @@ def main() -> int:
     parser.add_argument("--default-malloc", action="store_true",
                         help="leave glibc malloc at its defaults instead of the settings `stylebench train` "
                              "applies at start-up (stylebench_jax.runtime.tune_malloc)")
+    parser.add_argument("--xla-attention-row", action="store_true",
+                        help="also time our plain step with XLA's attention instead of the C++ CPU kernels "
+                             "(in the same interleaved rounds)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "train.json")
     args = parser.parse_args()
@@ -306,6 +318,9 @@ def main() -> int:
         for chunk in (None, args.chunk):
             runners[("ours", 1, chunk is not None)] = ours_runner(first, second, args.batch, args.length,
                                                                  *timing, chunk, 1)
+        if args.xla_attention_row:
+            runners[("ours, XLA attention", 1, False)] = ours_runner(first, second, args.batch, args.length,
+                                                                    *timing, None, 1, True)
     if not args.skip_peer:
         for loss_name in ("mnrl", "cached_mnrl"):
             runners[(f"sentence-transformers {loss_name}", 1, loss_name == "cached_mnrl")] = peer_runner(
@@ -334,7 +349,8 @@ def main() -> int:
     settings = "stylebench train's settings (runtime.tune_malloc)" if malloc_tuned else "glibc defaults"
     print(f"malloc: {settings}"
           f"; {args.rounds} interleaved rounds of {args.steps} steps; ratios: best round / median round")
-    print(f"{'system':<42} {'dev':>3} {'cache':>5} {'ex/s':>8} {'median':>8} {'first s':>8} {'vs peer':>13}")
+    print(f"{'system':<42} {'dev':>3} {'cache':>5} {'ex/s':>8} {'median':>8} {'first s':>8} {'vs peer':>13}"
+          "  attention")
     for r in rows:
         ratio = r["examples_per_s"] / peer[r["gradient_caching"]] if peer else float("nan")
         median_ratio = (r["median_examples_per_s"] / peer_median[r["gradient_caching"]]
@@ -342,7 +358,7 @@ def main() -> int:
         r["ratio_vs_peer_same_caching"], r["median_ratio_vs_peer_same_caching"] = ratio, median_ratio
         print(f"{r['system']:<42} {r['devices']:>3} {str(r['gradient_caching']):>5} "
               f"{r['examples_per_s']:>8.2f} {r['median_examples_per_s']:>8.2f} {r['first_step_s']:>8.1f} "
-              f"{ratio:>6.2f}/{median_ratio:<6.2f}")
+              f"{ratio:>6.2f}/{median_ratio:<6.2f}  {r.get('attention', '')}")
     memory = {}
     if not args.skip_memory:
         limit = int(args.memory_gib * 2**30)

@@ -24,10 +24,11 @@ that layout) so both products are plain batched matrix products. ``attention_gro
 (accelerators); ``g >= 1`` computes them for ``g`` sequences at a time in a ``lax.map`` over ``B / g``
 steps, which keeps the scores in the CPU's cache (64 x 12 x 256 x 256 float32 scores are 200 MB; one
 sequence's are 3 MB): what XLA:CPU runs fastest. Same arithmetic, same outputs. ``fused_attention``
-(a mesh; the embedder sets it on CPU, float32): attention runs instead in the C++ kernel of
+(a mesh, or ``cpu_attention.LOCAL`` inside the train step's ``shard_map``; the embedder and the
+trainer set it on CPU, float32): attention runs instead in the C++ kernels of
 ``kernels.cpu_attention`` (one sequence and head at a time, the scores kept in cache; MiniLM on real
-texts -3% to +15% sentences/s in three runs, 64 x 256 tokens ~13% faster), per shard of that mesh.
-Inference only: the kernel has no gradient.
+texts -3% to +15% sentences/s in three runs, 64 x 256 tokens ~13% faster), per shard of that mesh;
+differentiable (a fused backward kernel).
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ class SelfAttention(nn.Module):
     config: EncoderConfig
     dtype: jnp.dtype = jnp.float32
     attention_groups: int = 0
-    fused_attention: Mesh | None = None  # a mesh: kernels.cpu_attention over it (see the module docstring)
+    fused_attention: Mesh | str | None = None  # kernels.cpu_attention over this mesh (module docstring)
 
     @nn.compact
     def __call__(self, hidden, mask_bias):
@@ -200,7 +201,7 @@ class Layer(nn.Module):
     dtype: jnp.dtype = jnp.float32
     dropout_rate: float = 0.0
     attention_groups: int = 0
-    fused_attention: Mesh | None = None
+    fused_attention: Mesh | str | None = None
 
     @nn.compact
     def __call__(self, hidden, mask_bias, deterministic: bool = True):
@@ -226,7 +227,7 @@ class BertEncoder(nn.Module):
     dropout_rate: float = 0.0
     remat: bool = False
     attention_groups: int = 0  # see ``grouped_attention``; 0: whole batch at once
-    fused_attention: Mesh | None = None  # a mesh: kernels.cpu_attention over it (module docstring)
+    fused_attention: Mesh | str | None = None  # kernels.cpu_attention over this mesh (module docstring)
 
     @nn.compact
     def __call__(self, input_ids, attention_mask, token_type_ids=None, deterministic: bool = True):

@@ -87,7 +87,7 @@ class SentenceEncoder(nn.Module):
     dropout_rate: float = 0.0
     remat: bool = False
     attention_groups: int = 0  # ``bert.grouped_attention``: 0 whole batch, g: g sequences per step
-    fused_attention: Mesh | None = None  # a mesh: attention in kernels.cpu_attention (bert's docstring)
+    fused_attention: Mesh | str | None = None  # attention in kernels.cpu_attention (bert's docstring)
 
     def setup(self):
         if self.pooling not in POOLING_MODES:

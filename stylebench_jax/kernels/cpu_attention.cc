@@ -7,6 +7,13 @@
 // intra-op thread pool through an atomic counter; every unit is computed by one thread in a fixed
 // order, so the output does not depend on the scheduling.
 //
+// Training: the forward variant also returns each query row's log-sum-exp lse[b, h, i] (float32,
+// [B, H, L]); the backward handler takes q, k, v, bias, out, lse and d_out and returns d_q, d_k, d_v
+// and the bias's gradient per (sequence, head) d_bias[b, h, j] (summed over heads by the caller).
+// It recomputes p = exp(scale q k^T + bias - lse) key-major, 6 key rows at a time, so d_v = p^T d_out
+// and d_k = scale ds^T q come out row by row; ds = p * (d_out v^T - rowsum(d_out * out)) is kept
+// for the unit ([L, L] floats) and d_q = scale ds k is read from it column-wise (no transpose).
+//
 // Requires AVX2 and FMA (checked by stylebench_cpu_attention_supported) and D % 16 == 0 (checked here).
 #include <immintrin.h>
 
@@ -14,6 +21,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -64,17 +72,20 @@ inline float hmax(__m256 v) {
   return m;
 }
 
-// C[R, 16] = A[R, K] (row stride lda) x B[K, 16] (row stride ldb); C's row stride ldc.
-template <int R>
-inline void block(int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc) {
+// C[R, 16] = A[R, K] x B[K, 16]: A[r, k] at A[r * ars + k] (rows of A), or at A[r + k * ars] when
+// kColumns (A read as the transpose of a row-major matrix); B's row stride ldb, C's ldc. Two
+// versions rather than a runtime column stride: the strided address arithmetic costs ~50% here.
+template <int R, bool kColumns>
+inline void block(int K, const float* A, int ars, const float* B, int ldb, float* C, int ldc) {
   __m256 c0[R], c1[R];
   for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm256_setzero_ps();
   for (int k = 0; k < K; ++k) {
     const __m256 b0 = _mm256_loadu_ps(B + k * ldb), b1 = _mm256_loadu_ps(B + k * ldb + 8);
+    const float* a = kColumns ? A + k * ars : A + k;
     for (int r = 0; r < R; ++r) {
-      const __m256 a = _mm256_broadcast_ss(A + r * lda + k);
-      c0[r] = _mm256_fmadd_ps(a, b0, c0[r]);
-      c1[r] = _mm256_fmadd_ps(a, b1, c1[r]);
+      const __m256 ar = _mm256_broadcast_ss(kColumns ? a + r : a + r * ars);
+      c0[r] = _mm256_fmadd_ps(ar, b0, c0[r]);
+      c1[r] = _mm256_fmadd_ps(ar, b1, c1[r]);
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -83,29 +94,36 @@ inline void block(int K, const float* A, int lda, const float* B, int ldb, float
   }
 }
 
-inline void block_rows(int R, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc) {
+template <bool kColumns = false>
+inline void block_rows(int R, int K, const float* A, int ars, const float* B, int ldb, float* C, int ldc) {
   switch (R) {
-    case 6: block<6>(K, A, lda, B, ldb, C, ldc); break;
-    case 5: block<5>(K, A, lda, B, ldb, C, ldc); break;
-    case 4: block<4>(K, A, lda, B, ldb, C, ldc); break;
-    case 3: block<3>(K, A, lda, B, ldb, C, ldc); break;
-    case 2: block<2>(K, A, lda, B, ldb, C, ldc); break;
-    default: block<1>(K, A, lda, B, ldb, C, ldc); break;
+    case 6: block<6, kColumns>(K, A, ars, B, ldb, C, ldc); break;
+    case 5: block<5, kColumns>(K, A, ars, B, ldb, C, ldc); break;
+    case 4: block<4, kColumns>(K, A, ars, B, ldb, C, ldc); break;
+    case 3: block<3, kColumns>(K, A, ars, B, ldb, C, ldc); break;
+    case 2: block<2, kColumns>(K, A, ars, B, ldb, C, ldc); break;
+    default: block<1, kColumns>(K, A, ars, B, ldb, C, ldc); break;
   }
 }
 
-// One (sequence, head): q, k, v, out [L, D]; bias [L]; scratch holds D * Lp + kRows * (Lp + D) floats.
-void attend(const float* q, const float* k, const float* v, const float* bias, float* out, int L, int D,
-            float scale, float* scratch) {
+// Row-major [L, D] -> [D, Lp] (columns past L zero).
+inline void transpose_padded(const float* x, int L, int D, int Lp, float* xt) {
+  for (int d = 0; d < D; ++d) {
+    float* row = xt + d * Lp;
+    for (int j = 0; j < L; ++j) row[j] = x[j * D + d];
+    std::fill(row + L, row + Lp, 0.0f);
+  }
+}
+
+// One (sequence, head): q, k, v, out [L, D]; bias [L]; lse [L] or null (each row's max + log sum);
+// scratch holds D * Lp + kRows * (Lp + D) floats.
+void attend(const float* q, const float* k, const float* v, const float* bias, float* out, float* lse,
+            int L, int D, float scale, float* scratch) {
   const int Lp = (L + 15) / 16 * 16;
   float* kt = scratch;          // k^T [D, Lp], columns past L zero
   float* s = kt + D * Lp;       // scores, then exp, of kRows query rows [kRows, Lp]
   float* qs = s + kRows * Lp;   // scaled query rows [kRows, D]
-  for (int d = 0; d < D; ++d) {
-    float* row = kt + d * Lp;
-    for (int j = 0; j < L; ++j) row[j] = k[j * D + d];
-    std::fill(row + L, row + Lp, 0.0f);
-  }
+  transpose_padded(k, L, D, Lp, kt);
   for (int i0 = 0; i0 < L; i0 += kRows) {
     const int R = std::min(kRows, L - i0);
     for (int r = 0; r < R; ++r)  // q * scale first, as bert.softmax_attention does
@@ -144,6 +162,7 @@ void attend(const float* q, const float* k, const float* v, const float* bias, f
         sum += row[j];
       }
       inv[r] = 1.0f / sum;
+      if (lse != nullptr) lse[i0 + r] = m + std::log(sum);
     }
     // Normalised after the product ([R, D] instead of [R, L] divisions), as bert.softmax_attention.
     for (int c0 = 0; c0 < D; c0 += 16) block_rows(R, L, s, Lp, v + c0, D, out + i0 * D + c0, D);
@@ -152,53 +171,166 @@ void attend(const float* q, const float* k, const float* v, const float* bias, f
   }
 }
 
+// d of one (sequence, head) (see the header): q, k, v, out, d_out, d_q, d_k, d_v [L, D]; bias, lse,
+// d_bias [L]; scratch holds L * D + 2 * D * Lp + 2 * Lp + 2 * kRows * Lp + L * Lp floats.
+void attend_backward(const float* q, const float* k, const float* v, const float* bias, const float* out,
+                     const float* lse, const float* dout, float* dq, float* dk, float* dv, float* dbias,
+                     int L, int D, float scale, float* scratch) {
+  const int Lp = (L + 15) / 16 * 16;
+  float* qs = scratch;            // q * scale [L, D]
+  float* qst = qs + L * D;        // (q * scale)^T [D, Lp]
+  float* dot = qst + D * Lp;      // d_out^T [D, Lp]
+  float* rowdot = dot + D * Lp;   // rowsum(d_out * out) [Lp], 0 past L
+  float* lsep = rowdot + Lp;      // lse [Lp], +inf past L (p = 0 there)
+  float* pt = lsep + Lp;          // p^T rows of kRows keys [kRows, Lp]
+  float* dpt = pt + kRows * Lp;   // (d_out v^T)^T rows [kRows, Lp]
+  float* dst = dpt + kRows * Lp;  // ds^T [L, Lp]: key j's row holds ds[:, j]
+  for (int i = 0; i < L * D; ++i) qs[i] = q[i] * scale;  // the forward's scaled query
+  transpose_padded(qs, L, D, Lp, qst);
+  transpose_padded(dout, L, D, Lp, dot);
+  for (int i = 0; i < Lp; ++i) {
+    float acc = 0.0f;
+    if (i < L)
+      for (int d = 0; d < D; ++d) acc += dout[i * D + d] * out[i * D + d];
+    rowdot[i] = acc;
+    lsep[i] = i < L ? lse[i] : INFINITY;
+  }
+  for (int j0 = 0; j0 < L; j0 += kRows) {
+    const int R = std::min(kRows, L - j0);
+    for (int i0 = 0; i0 < Lp; i0 += 16) {
+      block_rows(R, D, k + j0 * D, D, qst + i0, Lp, pt + i0, Lp);   // s^T = k (q scale)^T
+      block_rows(R, D, v + j0 * D, D, dot + i0, Lp, dpt + i0, Lp);  // (d_out v^T)^T
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m256 b = _mm256_set1_ps(bias[j0 + r]);
+      float* p = pt + r * Lp;
+      const float* dp = dpt + r * Lp;
+      float* ds = dst + (j0 + r) * Lp;
+      __m256 acc = _mm256_setzero_ps();
+      for (int i = 0; i < Lp; i += 8) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_add_ps(_mm256_loadu_ps(p + i), b), _mm256_loadu_ps(lsep + i)));
+        _mm256_storeu_ps(p + i, e);
+        const __m256 g = _mm256_mul_ps(e, _mm256_sub_ps(_mm256_loadu_ps(dp + i), _mm256_loadu_ps(rowdot + i)));
+        _mm256_storeu_ps(ds + i, g);
+        acc = _mm256_add_ps(acc, g);
+      }
+      dbias[j0 + r] = hsum(acc);
+    }
+    for (int c0 = 0; c0 < D; c0 += 16) {
+      block_rows(R, L, pt, Lp, dout + c0, D, dv + j0 * D + c0, D);             // p^T d_out
+      block_rows(R, L, dst + j0 * Lp, Lp, qs + c0, D, dk + j0 * D + c0, D);    // ds^T (q scale)
+    }
+  }
+  for (int i0 = 0; i0 < L; i0 += kRows) {  // d_q = scale ds k, ds read column-wise from ds^T
+    const int R = std::min(kRows, L - i0);
+    for (int c0 = 0; c0 < D; c0 += 16) block_rows<true>(R, L, dst + i0, Lp, k + c0, D, dq + i0 * D + c0, D);
+    for (int r = 0; r < R; ++r)
+      for (int d = 0; d < D; ++d) dq[(i0 + r) * D + d] *= scale;
+  }
+}
+
+// (sequence, head) units shared out over XLA's intra-op pool through an atomic counter: every unit is
+// computed by one thread in a fixed order, so the results do not depend on the scheduling. Threads
+// that start after the last claim return at once: the caller never waits for a task that has not
+// started (no deadlock on a busy pool). Scratch is allocated once a unit is claimed.
 struct Job {
-  const float *q, *k, *v, *bias;
-  float* out;
-  int64_t heads, length, dim, units;
-  float scale;
+  std::function<void(int64_t, float*)> unit;
+  int64_t units, scratch;
   std::atomic<int64_t> next{0}, done{0};
 };
 
-// Claims (sequence, head) units until none is left. Threads that start after the last claim return
-// at once, so the caller never waits for a task that has not started (no deadlock on a busy pool).
 void work(Job* job) {
-  const int64_t L = job->length, D = job->dim, Lp = (L + 15) / 16 * 16;
-  std::vector<float> scratch;  // allocated once a unit is claimed (late tasks claim none)
+  std::vector<float> scratch;
   for (int64_t u; (u = job->next.fetch_add(1, std::memory_order_relaxed)) < job->units;) {
-    if (scratch.empty()) scratch.resize(D * Lp + kRows * (Lp + D));
-    const int64_t offset = u * L * D;
-    attend(job->q + offset, job->k + offset, job->v + offset, job->bias + (u / job->heads) * L,
-           job->out + offset, static_cast<int>(L), static_cast<int>(D), job->scale, scratch.data());
+    if (scratch.empty()) scratch.resize(job->scratch);
+    job->unit(u, scratch.data());
     job->done.fetch_add(1, std::memory_order_release);
   }
 }
 
-ffi::Error Attention(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
-                     ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::ResultBuffer<ffi::F32> out) {
-  const auto dims = q.dimensions();
-  if (dims.size() != 4) return ffi::Error::InvalidArgument("cpu_attention: q must be [B, heads, L, D]");
-  const int64_t B = dims[0], H = dims[1], L = dims[2], D = dims[3];
-  if (D % 16 != 0) return ffi::Error::InvalidArgument("cpu_attention: head_dim must be a multiple of 16");
-  for (auto* x : {&k, &v})
-    if (x->element_count() != q.element_count())
-      return ffi::Error::InvalidArgument("cpu_attention: k and v must have q's shape");
-  if (bias.element_count() != B * L) return ffi::Error::InvalidArgument("cpu_attention: bias must be [B, 1, 1, L]");
+void run_units(ffi::ThreadPool& pool, int64_t units, int64_t scratch, std::function<void(int64_t, float*)> unit) {
   auto job = std::make_shared<Job>();
-  job->q = q.typed_data();
-  job->k = k.typed_data();
-  job->v = v.typed_data();
-  job->bias = bias.typed_data();
-  job->out = out->typed_data();
-  job->heads = H;
-  job->length = L;
-  job->dim = D;
-  job->units = B * H;
-  job->scale = scale;
-  const int64_t helpers = std::min<int64_t>(pool.num_threads(), job->units) - 1;
+  job->unit = std::move(unit);
+  job->units = units;
+  job->scratch = scratch;
+  const int64_t helpers = std::min<int64_t>(pool.num_threads(), units) - 1;
   for (int64_t t = 0; t < helpers; ++t) pool.Schedule([job] { work(job.get()); });
   work(job.get());
-  while (job->done.load(std::memory_order_acquire) < job->units) std::this_thread::yield();
+  while (job->done.load(std::memory_order_acquire) < units) std::this_thread::yield();
+}
+
+struct Dims {
+  int64_t B, H, L, D;
+};
+
+// Checks q's layout and that the other [B, H, L, D] operands and the [B, 1, 1, L] bias match it.
+ffi::Error check(const ffi::Buffer<ffi::F32>& q, std::initializer_list<const ffi::Buffer<ffi::F32>*> same,
+                 const ffi::Buffer<ffi::F32>& bias, Dims* dims) {
+  const auto d = q.dimensions();
+  if (d.size() != 4) return ffi::Error::InvalidArgument("cpu_attention: q must be [B, heads, L, D]");
+  *dims = {d[0], d[1], d[2], d[3]};
+  if (dims->D % 16 != 0) return ffi::Error::InvalidArgument("cpu_attention: head_dim must be a multiple of 16");
+  for (auto* x : same)
+    if (x->element_count() != q.element_count())
+      return ffi::Error::InvalidArgument("cpu_attention: k, v (and out, d_out) must have q's shape");
+  if (bias.element_count() != dims->B * dims->L)
+    return ffi::Error::InvalidArgument("cpu_attention: bias must be [B, 1, 1, L]");
+  return ffi::Error::Success();
+}
+
+int64_t forward_scratch(const Dims& n) {
+  const int64_t Lp = (n.L + 15) / 16 * 16;
+  return n.D * Lp + kRows * (Lp + n.D);
+}
+
+ffi::Error Attention(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
+                     ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::ResultBuffer<ffi::F32> out) {
+  Dims n;
+  if (auto error = check(q, {&k, &v}, bias, &n); error.failure()) return error;
+  const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
+  float* op = out->typed_data();
+  run_units(pool, n.B * n.H, forward_scratch(n), [=](int64_t u, float* scratch) {
+    const int64_t at = u * n.L * n.D;
+    attend(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, nullptr, static_cast<int>(n.L),
+           static_cast<int>(n.D), scale, scratch);
+  });
+  return ffi::Error::Success();
+}
+
+ffi::Error AttentionForward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
+                            ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::ResultBuffer<ffi::F32> out,
+                            ffi::ResultBuffer<ffi::F32> lse) {
+  Dims n;
+  if (auto error = check(q, {&k, &v}, bias, &n); error.failure()) return error;
+  const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
+  float *op = out->typed_data(), *lp = lse->typed_data();
+  run_units(pool, n.B * n.H, forward_scratch(n), [=](int64_t u, float* scratch) {
+    const int64_t at = u * n.L * n.D;
+    attend(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, lp + u * n.L, static_cast<int>(n.L),
+           static_cast<int>(n.D), scale, scratch);
+  });
+  return ffi::Error::Success();
+}
+
+ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
+                             ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::F32> out,
+                             ffi::Buffer<ffi::F32> lse, ffi::Buffer<ffi::F32> dout, ffi::ResultBuffer<ffi::F32> dq,
+                             ffi::ResultBuffer<ffi::F32> dk, ffi::ResultBuffer<ffi::F32> dv,
+                             ffi::ResultBuffer<ffi::F32> dbias) {
+  Dims n;
+  if (auto error = check(q, {&k, &v, &out, &dout}, bias, &n); error.failure()) return error;
+  if (lse.element_count() != n.B * n.H * n.L)
+    return ffi::Error::InvalidArgument("cpu_attention: lse must be [B, heads, L]");
+  const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
+  const float *op = out.typed_data(), *lp = lse.typed_data(), *gp = dout.typed_data();
+  float *dqp = dq->typed_data(), *dkp = dk->typed_data(), *dvp = dv->typed_data(), *dbp = dbias->typed_data();
+  const int64_t Lp = (n.L + 15) / 16 * 16;
+  const int64_t scratch = n.L * n.D + 2 * n.D * Lp + 2 * Lp + 2 * kRows * Lp + n.L * Lp;
+  run_units(pool, n.B * n.H, scratch, [=](int64_t u, float* s) {
+    const int64_t at = u * n.L * n.D;
+    attend_backward(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, lp + u * n.L, gp + at, dqp + at,
+                    dkp + at, dvp + at, dbp + u * n.L, static_cast<int>(n.L), static_cast<int>(n.D), scale, s);
+  });
   return ffi::Error::Success();
 }
 
@@ -209,12 +341,41 @@ extern "C" int stylebench_cpu_attention_supported() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
+using F32 = ffi::Buffer<ffi::F32>;
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionF32, Attention,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
                                   .Attr<float>("scale")
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>());
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Ret<F32>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionForwardF32, AttentionForward,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Attr<float>("scale")
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Ret<F32>()
+                                  .Ret<F32>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionBackwardF32, AttentionBackward,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Attr<float>("scale")
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Ret<F32>()
+                                  .Ret<F32>()
+                                  .Ret<F32>()
+                                  .Ret<F32>());

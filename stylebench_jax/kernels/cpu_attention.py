@@ -23,6 +23,15 @@ version, so a changed kernel is rebuilt, and the library is written to a tempora
 (concurrent builders never load half a file). Older versions are removed from ``_build`` only: the
 cache root may be shared by environments with other jaxlib versions.
 
+Training: ``fused_attention`` is differentiable (``jax.custom_vjp``). Its forward also keeps each query
+row's log-sum-exp; the backward kernel recomputes the probabilities from it one (sequence, head) at a
+time and returns the gradients of q, k, v and the bias (``d_bias`` summed over heads and query rows,
+so a learned or data-dependent bias gets its true gradient; BERT's padding bias has none to give).
+Gradients as close to float64 ones as XLA's float32 gradients of ``softmax_attention`` (within 2.5x
+of XLA's error, tests/kernels/test_cpu_attention.py). Measured 2026-11-27 on the 2-core EPYC, MiniLM
+shapes (32 sequences x 12 heads x 128 tokens x 32): forward + backward 58-69 ms against XLA's
+153-165 ms (best / median of 10).
+
 ``unavailable()`` says why the kernel cannot run here (not x86-64, no AVX2/FMA, no compiler, a failed
 build), ``None`` when it can; the embedder (``encoders.neural``) then uses XLA's attention and says so.
 """
@@ -49,7 +58,10 @@ from jax.sharding import Mesh, PartitionSpec
 from stylebench_jax.runtime import cpu_flags
 
 SOURCE = Path(__file__).with_name("cpu_attention.cc")
-TARGET = "stylebench_cpu_attention_f32"
+TARGET = "stylebench_cpu_attention_f32"  # forward only (inference)
+FORWARD_TARGET = "stylebench_cpu_attention_forward_f32"  # forward + per-row log-sum-exp (training)
+BACKWARD_TARGET = "stylebench_cpu_attention_backward_f32"
+LOCAL = "local"  # ``fused_attention``'s mesh argument inside a shard_map: the arrays are one device's
 CXX_FLAGS = ("-O3", "-mavx2", "-mfma", "-std=c++17", "-shared", "-fPIC")
 HEAD_DIM_MULTIPLE = 16  # the kernel's register blocks are 16 floats wide
 BUILD_TIMEOUT_S = 300
@@ -152,7 +164,10 @@ def _register() -> str | None:
         return str(error)
     if not library.stylebench_cpu_attention_supported():
         return "this CPU lacks AVX2 or FMA"
-    jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(library.StylebenchCpuAttentionF32), platform="cpu")
+    for target, symbol in ((TARGET, library.StylebenchCpuAttentionF32),
+                           (FORWARD_TARGET, library.StylebenchCpuAttentionForwardF32),
+                           (BACKWARD_TARGET, library.StylebenchCpuAttentionBackwardF32)):
+        jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(symbol), platform="cpu")
     return None
 
 
@@ -167,27 +182,71 @@ def supports(head_dim: int, dtype) -> bool:
     return jnp.dtype(dtype) == jnp.float32 and head_dim % HEAD_DIM_MULTIPLE == 0
 
 
-def _call(query, key, value, bias):
-    scale = np.float32(query.shape[-1] ** -0.5)  # the float32 that softmax_attention multiplies by
-    return jax.ffi.ffi_call(TARGET, jax.ShapeDtypeStruct(query.shape, jnp.float32))(
-        query, key, value, bias, scale=scale)
+def _scale(query) -> np.float32:
+    return np.float32(query.shape[-1] ** -0.5)  # the float32 that softmax_attention multiplies by
 
 
-def fused_attention(query, key, value, bias, mesh: Mesh | None = None):
+def _varying_axes(x) -> frozenset:
+    """The manual mesh axes over which ``x`` varies inside a ``shard_map`` (empty outside one)."""
+    aval = jax.typeof(x)
+    manual = getattr(aval, "manual_axis_type", None)  # jax 0.10; ``vma`` in earlier versions
+    return frozenset(manual.varying) if manual is not None else frozenset(getattr(aval, "vma", ()))
+
+
+def _varying_like(outputs, reference):
+    """Inside a ``shard_map`` with ``check_vma`` (the train step) an FFI call's results are typed as
+    the same on every device of the manual axes; they vary as ``reference`` does (the kernel ran
+    on each device's own rows), which ``custom_vjp`` checks of the gradients."""
+    axes = _varying_axes(reference)
+    return tuple(jax.lax.pcast(x, tuple(sorted(axes - _varying_axes(x))), to="varying")
+                 if axes - _varying_axes(x) else x for x in outputs)
+
+
+@jax.custom_vjp
+def _attention(query, key, value, bias):
+    return _varying_like(jax.ffi.ffi_call(TARGET, (jax.ShapeDtypeStruct(query.shape, jnp.float32),))(
+        query, key, value, bias, scale=_scale(query)), query)[0]
+
+
+def _attention_forward(query, key, value, bias):
+    out, lse = _varying_like(jax.ffi.ffi_call(
+        FORWARD_TARGET, (jax.ShapeDtypeStruct(query.shape, jnp.float32),
+                         jax.ShapeDtypeStruct(query.shape[:3], jnp.float32)))(
+        query, key, value, bias, scale=_scale(query)), query)
+    return out, (query, key, value, bias, out, lse)
+
+
+def _attention_backward(residuals, d_out):
+    query, key, value, bias, out, lse = residuals
+    grads = jax.ShapeDtypeStruct(query.shape, jnp.float32)
+    d_query, d_key, d_value, d_bias = _varying_like(jax.ffi.ffi_call(
+        BACKWARD_TARGET, (grads, grads, grads, jax.ShapeDtypeStruct(query.shape[:3], jnp.float32)))(
+        query, key, value, bias, out, lse, d_out, scale=_scale(query)), query)
+    return d_query, d_key, d_value, d_bias.sum(axis=1).reshape(bias.shape)  # [B, H, L] -> [B, 1, 1, L]
+
+
+_attention.defvjp(_attention_forward, _attention_backward)
+
+
+def fused_attention(query, key, value, bias, mesh: Mesh | str | None = None):
     """``softmax(q k^T / sqrt(d) + bias) v`` per head by the C++ kernel: ``[B, heads, L, d]`` float32
-    -> ``[B, heads, L, d]``; ``bias`` ``[B, 1, 1, L]`` additive (0 or -1e9).
+    -> ``[B, heads, L, d]``; ``bias`` ``[B, 1, 1, L]`` additive (0 or -1e9). Differentiable (the
+    module docstring).
 
     With a ``mesh`` of more than one device the call runs per shard in ``jax.shard_map`` (batch over
     ``data``, heads over ``model``, each where it divides; the embedder's batches always do, a
     module's one-row initialisation does not): XLA's partitioner cannot split a custom call and would
-    gather whole arrays onto every device. Call ``unavailable()`` first: this assumes the kernel
-    registered."""
-    if mesh is None or mesh.devices.size == 1:
-        return _call(query, key, value, bias)
+    gather whole arrays onto every device. ``mesh`` ``None``, ``LOCAL`` (inside a ``shard_map``
+    that already splits the batch: the train step) or one device: the kernel on the arrays as given.
+    Call ``unavailable()`` first: this assumes the kernel registered."""
+    if isinstance(mesh, str) and mesh != LOCAL:
+        raise ValueError(f"mesh: expected a Mesh, None or {LOCAL!r}, found {mesh!r}")
+    if mesh is None or isinstance(mesh, str) or mesh.devices.size == 1:
+        return _attention(query, key, value, bias)
     batch_axis = "data" if query.shape[0] % mesh.shape["data"] == 0 else None
     head_axis = "model" if query.shape[1] % mesh.shape["model"] == 0 else None
     heads, rows = PartitionSpec(batch_axis, head_axis), PartitionSpec(batch_axis)
-    return jax.shard_map(_call, mesh=mesh, in_specs=(heads, heads, heads, rows), out_specs=heads,
+    return jax.shard_map(_attention, mesh=mesh, in_specs=(heads, heads, heads, rows), out_specs=heads,
                          check_vma=False)(query, key, value, bias)
 
 

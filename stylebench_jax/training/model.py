@@ -29,6 +29,7 @@ import math
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+from jax.sharding import Mesh
 
 from stylebench_jax.encoders.config import EncoderConfig
 from stylebench_jax.encoders.dropout import Dropout
@@ -120,6 +121,7 @@ class BiEncoder(nn.Module):
     head_dropout: float = 0.1
     remat: bool = False
     dtype: jnp.dtype = jnp.float32
+    fused_attention: Mesh | str | None = None  # encoders.bert: the C++ CPU attention kernels
 
     def setup(self):
         if self.classifier not in CLASSIFIERS:
@@ -127,7 +129,8 @@ class BiEncoder(nn.Module):
                              f"found {self.classifier!r}")
         self.embedder = SentenceEncoder(self.config, pooling=self.pooling, normalize=False,
                                         projection_dim=self.projection_dim,
-                                        dropout_rate=self.dropout_rate, remat=self.remat, dtype=self.dtype)
+                                        dropout_rate=self.dropout_rate, remat=self.remat, dtype=self.dtype,
+                                        fused_attention=self.fused_attention)
         width = self.projection_dim or self.config.hidden_size
         if self.classifier == "arcface":
             self.head = ArcFace(width, self.arcface_margin, self.arcface_scale)

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from stylebench_jax.kernels import cpu_attention
 from stylebench_jax.parallel import make_mesh
 from stylebench_jax.training.config import LossConfig, OptimConfig
 from stylebench_jax.training.losses import supcon
@@ -24,9 +25,17 @@ from stylebench_jax.training.step import (
 from tests.helpers.tiny_models import tiny_config
 
 L = 12
+MISSING = cpu_attention.missing_prerequisite()
+# "fused": attention in the C++ kernels (forward and backward) as the trainer runs it on CPU: two
+# heads of 16 (the kernel's width), called per device inside the step's shard_map
+ATTENTION = ["xla", pytest.param("fused", marks=pytest.mark.skipif(
+    MISSING is not None, reason=f"fused CPU attention cannot run: {MISSING}"))]
 
 
-def tiny_model(**kw):
+def tiny_model(attention="xla", **kw):
+    if attention == "fused":
+        assert cpu_attention.unavailable() is None
+        return BiEncoder(tiny_config("bert", num_heads=2), fused_attention=cpu_attention.LOCAL, **kw)
     return BiEncoder(tiny_config("bert"), **kw)
 
 
@@ -55,9 +64,10 @@ def init(model, b=8):
     return jax.tree.map(np.asarray, params)
 
 
+@pytest.mark.parametrize("attention", ATTENTION)
 @pytest.mark.parametrize("contrastive", ["supcon", "infonce"])
-def test_eight_devices_equal_one_device(contrastive):
-    model = tiny_model(dropout_rate=0.0, head_dropout=0.0)
+def test_eight_devices_equal_one_device(contrastive, attention):
+    model = tiny_model(attention, dropout_rate=0.0, head_dropout=0.0)
     params = init(model)
     batch = make_batch(16, seed=1)
     loss = LossConfig(contrastive=contrastive)
@@ -98,8 +108,9 @@ def test_no_positive_pair_gives_a_defined_loss():
     assert float(total) == 0.0 and float(count) == 0.0
 
 
-def test_gradient_caching_equals_plain_backprop_with_dropout():
-    model = tiny_model(dropout_rate=0.3, head_dropout=0.2)
+@pytest.mark.parametrize("attention", ATTENTION)
+def test_gradient_caching_equals_plain_backprop_with_dropout(attention):
+    model = tiny_model(attention, dropout_rate=0.3, head_dropout=0.2)
     params = init(model)
     batch = make_batch(8, seed=2)
     mesh = make_mesh("data=2", jax.devices()[:2])
@@ -115,6 +126,23 @@ def test_gradient_caching_equals_plain_backprop_with_dropout():
     spec = StepSpec(LossConfig(), total_steps=10, n_data=2, embed_chunk=4, train_dropout=False)
     l2, _ = _grads(model, params, batch, spec, mesh, True)
     assert abs(l2 - l0) > 1e-4
+
+
+@pytest.mark.skipif(MISSING is not None, reason=f"fused CPU attention cannot run: {MISSING}")
+def test_fused_attention_step_gradients_equal_xla_attention():
+    """The same parameters, batch and dropout keys: the step's loss and gradients with the C++
+    attention kernels equal those with XLA's attention within float32 rounding."""
+    fused = tiny_model("fused", dropout_rate=0.1, head_dropout=0.1)
+    xla = fused.clone(fused_attention=None)
+    params = init(fused)
+    batch = make_batch(8, seed=4)
+    mesh = make_mesh("data=2", jax.devices()[:2])
+    spec = StepSpec(LossConfig(), total_steps=10, n_data=2, train_dropout=True)
+    (l0, g0), (l1, g1) = (_grads(m, params, batch, spec, mesh, False) for m in (xla, fused))
+    assert l1 == pytest.approx(l0, rel=1e-6)
+    for a, b in zip(jax.tree_util.tree_leaves(g0), jax.tree_util.tree_leaves(g1)):
+        np.testing.assert_allclose(b, a, atol=1e-6, rtol=1e-4)
+    assert any(np.abs(a).max() > 1e-3 for a in jax.tree_util.tree_leaves(g0))
 
 
 def _grads(model, params, batch, spec, mesh, cached):

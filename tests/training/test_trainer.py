@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 
 from stylebench_jax.cli import main
-from tests.helpers.tiny_models import WORDS, write_tiny_model
+from stylebench_jax.errors import UserInputError
+from stylebench_jax.kernels import cpu_attention
+from stylebench_jax.parallel import make_mesh
+from stylebench_jax.training.trainer import training_attention
+from tests.helpers.tiny_models import WORDS, tiny_config, write_tiny_model
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,7 +50,8 @@ def write_pairs(folder: Path, seed=0, n_books=8, per_split=(48, 16)):
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
-    model = write_tiny_model(root / "tiny", "bert", seed=1)
+    # two heads of 16: the fused CPU attention kernels' width, so these runs train through them
+    model = write_tiny_model(root / "tiny", "bert", seed=1, num_heads=2)
     pairs = write_pairs(root / "pairs")
     config = root / "tiny.yaml"
     config.write_text(f"""\
@@ -99,6 +104,8 @@ def test_train_logs_evaluates_exports_and_is_deterministic(setup, tmp_path, cach
             "adversary_accuracy"} <= set(evals[-1]["eval"])
     summary = json.loads((run / "summary.json").read_text())
     assert summary["steps"] == 12 and summary["best_step"] in (4, 8, 12)
+    missing = cpu_attention.missing_prerequisite()
+    assert summary["attention"] == "fused-cpu" if missing is None else summary["attention"].startswith("xla")
     # The export is an ordinary model directory.
     out = tmp_path / "e.npy"
     texts = tmp_path / "t.txt"
@@ -170,6 +177,7 @@ def test_sigterm_saves_and_the_next_run_resumes(setup, tmp_path, cache_dir):
     ("model.pooling=max", "model.pooling: expected one of attention, mean, cls"),
     ("data.pairs=/no/such/dir", "data.pairs: /no/such/dir: directory not found"),
     ("trainer.batchsize=4", "trainer.batchsize: unknown key"),
+    ("model.fused_attention=yes", "model.fused_attention: expected one of auto, on, off"),
 ])
 def test_bad_config_is_one_line_exit_2(setup, tmp_path, capsys, override, fragment):
     root, config = setup
@@ -201,3 +209,25 @@ def test_group_contrastive_training_and_teacher_distillation(setup, tmp_path, ca
     logits = np.load(tmp_path / "d" / "teacher" / "logits.npy")
     assert logits.shape == (48, 2) and np.isfinite(logits).all()
     assert deterministic_lines(tmp_path / "d")[0]["distillation"] > 0
+
+
+def test_training_attention_decides_and_refuses_by_key():
+    """auto: the kernels on a float32 CPU mesh without a model axis (when they can run here), XLA's
+    attention otherwise; off: XLA's; on where they cannot run: an error naming the key."""
+    import types
+
+    def config(mode, dtype="float32"):
+        return types.SimpleNamespace(model=types.SimpleNamespace(fused_attention=mode, compute_dtype=dtype))
+
+    base = types.SimpleNamespace(config=tiny_config("bert", num_heads=2))
+    one, split = make_mesh("data=2"), make_mesh("data=4,model=2")
+    missing = cpu_attention.missing_prerequisite()
+    mesh, what = training_attention(config("auto"), base, one)
+    assert (mesh, what) == ((one, "fused-cpu") if missing is None else (None, what))
+    assert training_attention(config("off"), base, one) == (None, "xla (asked for)")
+    assert training_attention(config("auto"), base, split) == (None, "xla (the mesh has a model axis)")
+    assert training_attention(config("auto", "bfloat16"), base, one)[0] is None
+    with pytest.raises(UserInputError, match=r"^model.fused_attention: on, but .*model axis"):
+        training_attention(config("on"), base, split)
+    with pytest.raises(UserInputError, match=r"^model.fused_attention: on, but .*bfloat16"):
+        training_attention(config("on", "bfloat16"), base, one)
