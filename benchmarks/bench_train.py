@@ -208,7 +208,7 @@ def peer_setup(loss_name: str, chunk: int, length: int):
 
 
 def peer_runner(first, second, batch, length, steps, warmup, chunk, loss_name):
-    """The peer set up and warmed like :func:`ours_runner`: ``(first_step_s, run)``."""
+    """The peer set up and warmed like :func:`ours_runner`: ``(first_step_s, run, attention)``."""
     step, prepare = peer_setup(loss_name, chunk, length)
     batches = [prepare(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
                for i in range(steps + warmup)]

@@ -65,9 +65,10 @@ class ModelConfig:
     head_dropout: float = dataclasses.field(default=0.1, metadata=_unit)
     remat: bool = False  # rematerialise encoder layers (memory for compute)
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
-    # attention in the C++ CPU kernels (kernels.cpu_attention, forward and backward): auto = on CPU
-    # meshes in float32 without a model axis, when it builds; on = that or an error; off = XLA's
-    fused_attention: Literal["auto", "on", "off"] = "auto"
+    # where attention runs (trainer.training_attention): fused = the C++ CPU kernels of
+    # kernels.cpu_attention (forward and backward) or an error; xla = XLA's; auto = fused on CPU
+    # meshes in float32 without a model axis, when they build. (Not on/off: YAML reads those as booleans.)
+    attention: Literal["auto", "fused", "xla"] = "auto"
 
     def __post_init__(self):
         if self.base != "minilm" and not (Path(self.base) / "config.json").is_file():

@@ -51,9 +51,10 @@ def load_run_model(run_dir: str | Path, mesh: Mesh) -> RunModel:
 
     from stylebench_jax.config import config_from_dict
     from stylebench_jax.encoders.loading import read_encoder_dir
+    from stylebench_jax.encoders.neural import fused_attention_mesh
     from stylebench_jax.training.config import TrainConfig
     from stylebench_jax.training.run import base_dir
-    from stylebench_jax.training.trainer import build_model, training_attention
+    from stylebench_jax.training.trainer import build_model
 
     run_dir = Path(run_dir).resolve()
     raw = read_json_file(run_dir / "config.json")
@@ -73,7 +74,11 @@ def load_run_model(run_dir: str | Path, mesh: Mesh) -> RunModel:
     params = state["params"]
     n_topics = int(params["adversary"]["out"]["kernel"].shape[-1]) if "adversary" in params else 0
     base = read_encoder_dir(base_dir(config))
-    model = build_model(config, base, n_topics, training_attention(config, base, mesh)[0])
+    # inference: the kernels per shard of any CPU mesh (a model axis too), unless the run said xla;
+    # never an error here (the run's "fused" was about training)
+    fused = False if config.model.attention == "xla" else None
+    model = build_model(config, base, n_topics,
+                        fused_attention_mesh(mesh, base.config, config.model.compute_dtype, fused)[0])
     feature_stats = (np.asarray(stats["mean"], np.float32), np.asarray(stats["std"], np.float32))
     return RunModel(config, base, model, params, int(step_dir.name), feature_stats)
 

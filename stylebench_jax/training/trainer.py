@@ -74,6 +74,18 @@ from stylebench_jax.training.validate import make_predictor, predict, validation
 
 Hook = Callable[[int, Any, dict], dict | None]
 TIMING_FIELDS = ("examples_per_s",)
+# Config keys that change how a step runs, not what it computes (beyond float32 rounding): a run
+# resumes with another value, or from a config.json written before the key existed.
+EXECUTION_ONLY = (("model", "attention"),)
+
+
+def _run_identity(resolved: dict) -> dict:
+    """``resolved`` (a config as ``config_to_dict`` writes it) without the ``EXECUTION_ONLY`` keys."""
+    out = {section: dict(value) if isinstance(value, dict) else value for section, value in resolved.items()}
+    for section, key in EXECUTION_ONLY:
+        if isinstance(out.get(section), dict):
+            out[section].pop(key, None)
+    return out
 
 
 @dataclasses.dataclass
@@ -90,26 +102,28 @@ def training_attention(config: TrainConfig, base: EncoderFiles, mesh: Mesh) -> t
     """Where the model's attention runs: ``(mesh, "fused-cpu")`` for the C++ kernels of
     ``kernels.cpu_attention`` (forward and backward), ``(None, "xla (why)")`` for XLA's.
 
-    ``model.fused_attention``: ``auto`` takes the kernels on CPU meshes in float32 with a head size
+    ``model.attention``: ``auto`` takes the kernels on CPU meshes in float32 with a head size
     they handle and no ``model`` axis (the train step's ``shard_map`` is manual over ``data`` only, and
     XLA cannot split a custom call over heads), whenever they build here (else one stderr line);
-    ``on`` takes them or raises ``UserInputError`` naming the key; ``off`` keeps XLA's. Measured
-    2026-11-27 on the 2-core EPYC (MiniLM, 16 pairs x 128 tokens): the step's gradient 2.9-3.2 s
-    against 3.4-3.5 s with XLA's attention (best of 8 interleaved)."""
+    ``on`` takes them or raises ``UserInputError`` naming the key; ``off`` keeps XLA's. The teacher
+    cross-encoder keeps XLA's attention. Measured 2026-11-27 on the 2-core EPYC (MiniLM, 16 pairs x
+    128 tokens, ``benchmarks/bench_train.py --xla-attention-row``, two runs): the plain step 9.3 and
+    10.2 examples/s (best round of 3) against 7.7 and 8.3 with XLA's attention."""
     from stylebench_jax.encoders.neural import fused_attention_mesh
 
-    mode = config.model.fused_attention
-    if mode == "off":
+    mode = config.model.attention
+    if mode == "xla":
         return None, "xla (asked for)"
     if int(mesh.shape.get("model", 1)) > 1:
-        if mode == "on":
-            raise UserInputError("model.fused_attention: on, but the mesh splits the heads over a model axis "
-                                 "the fused CPU attention kernel cannot take in training (use model=1)")
+        if mode == "fused":
+            raise UserInputError("model.attention: fused, but the mesh splits the heads over a model "
+                                 "axis the fused CPU attention kernel cannot take in training (use a mesh "
+                                 "with model=1)")
         return None, "xla (the mesh has a model axis)"
     try:
-        return fused_attention_mesh(mesh, base.config, config.model.compute_dtype, mode == "on" or None)
+        return fused_attention_mesh(mesh, base.config, config.model.compute_dtype, mode == "fused" or None)
     except InvalidOption as error:
-        raise UserInputError(f"model.fused_attention: on, but {error.message}") from None
+        raise UserInputError(f"model.attention: fused, but {error.message}") from None
 
 
 def build_model(config: TrainConfig, base: EncoderFiles, n_topics: int,
@@ -186,8 +200,9 @@ class Trainer:
         resolved = config_to_dict(self.config)
         path = self.run_dir / "config.json"
         previous = read_json_file(path)
-        if previous is not None and previous != resolved:
-            changed = sorted(k for k in set(previous) | set(resolved) if previous.get(k) != resolved.get(k))
+        if previous is not None and _run_identity(previous) != _run_identity(resolved):
+            previous, current = _run_identity(previous), _run_identity(resolved)
+            changed = sorted(k for k in set(previous) | set(current) if previous.get(k) != current.get(k))
             raise UserInputError(f"{self.run_dir}: holds a run with another config (differs in "
                                  f"{', '.join(changed)}); resume it with the same config or use a new run "
                                  "directory")

@@ -125,16 +125,21 @@ def _weighted_sum(attention, weights):
 
 
 @needs_kernel
-@pytest.mark.parametrize("shape", [(3, 2, 37, 32), (2, 12, 128, 32), (2, 2, 200, 64), (2, 1, 7, 16)])
+@pytest.mark.parametrize("shape", [(3, 2, 37, 32), (2, 12, 128, 32), (2, 2, 200, 64), (2, 1, 7, 16),
+                                   (3, 2, 9, 16), (3, 2, 10, 16), (3, 2, 11, 16)])
 def test_gradients_match_float64(shape):
     """d q, d k, d v and d bias of the backward kernel are as close to float64 gradients as XLA's
     float32 gradients of ``softmax_attention`` (within 2.5x its error, plus 2e-6 of the largest
     gradient: ``ds = p (dp - rowsum(d_out out))`` cancels to ~0 for a row with one visible key, and
     the two sums round differently); a bias with values of its own (not only 0 / -1e9) checks the
-    bias gradient."""
+    bias gradient. The last 6-row block holds 1 to 6 rows across the lengths; the last sequence has
+    every key masked (scores near -1e9, where max + log(sum) in float32 would lose the log: each key
+    then weighs 1/L)."""
     q, k, v, bias, mask = _inputs(*shape, seed=11)
     rng = np.random.default_rng(12)
     bias = bias + rng.standard_normal(bias.shape).astype(np.float32)
+    if shape[0] > 2:
+        bias[-1] = -1e9
     weights = rng.standard_normal(q.shape).astype(np.float32)
     grad = functools.partial(jax.grad, argnums=(0, 1, 2, 3))
     ours = jax.jit(grad(_weighted_sum(cpu_attention.fused_attention, weights)))(q, k, v, bias)
@@ -147,17 +152,22 @@ def test_gradients_match_float64(shape):
         assert a.shape == c.shape, name
         error, xla_error = np.abs(a - c).max(), np.abs(b - c).max()
         assert error <= 2.5 * xla_error + 2e-6 * np.abs(c).max(), (name, error, xla_error)
-    # padded keys (bias -1e9) have probability 0: exactly no gradient reaches their k, v or bias
+    # padded keys (bias -1e9) of sequences with a visible key have probability 0: exactly no
+    # gradient reaches their k, v or bias
     padded = ~mask
+    if shape[0] > 2:
+        padded[-1] = False
     assert padded.any()
     assert not np.asarray(ours[3])[:, 0, 0][padded].any()
-    assert not np.asarray(ours[1]).transpose(0, 2, 1, 3)[padded].any()
+    for grad in ours[1:3]:
+        assert not np.asarray(grad).transpose(0, 2, 1, 3)[padded].any()
 
 
 @needs_kernel
 def test_gradients_per_shard_equal_one_device():
     """On data=4, model=2 the backward runs per shard too: gradients (the bias's summed over the
-    heads of both model shards) equal the one-device ones, and the forward keeps no collectives."""
+    heads of both model shards) equal the one-device ones; also where the batch (6 on 4) and the
+    heads (3 on 2) do not divide and the call runs replicated there."""
     q, k, v, bias, _ = _inputs(8, 4, 24, 16, seed=13)
     bias = bias + np.random.default_rng(14).standard_normal(bias.shape).astype(np.float32)
     weights = np.random.default_rng(15).standard_normal(q.shape).astype(np.float32)
@@ -169,6 +179,13 @@ def test_gradients_per_shard_equal_one_device():
     rows = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
     args = [jax.device_put(x, heads) for x in (q, k, v)] + [jax.device_put(bias, rows)]
     for name, a, b in zip(("q", "k", "v", "bias"), sharded(*args), single(q, k, v, bias)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6, err_msg=name)
+    q, k, v, bias, _ = _inputs(6, 3, 10, 16, seed=16)
+    bias = bias + np.random.default_rng(17).standard_normal(bias.shape).astype(np.float32)
+    weights = np.random.default_rng(18).standard_normal(q.shape).astype(np.float32)
+    sharded = jax.jit(grad(_weighted_sum(lambda *a: cpu_attention.fused_attention(*a, mesh=mesh), weights)))
+    single = jax.jit(grad(_weighted_sum(cpu_attention.fused_attention, weights)))
+    for name, a, b in zip(("q", "k", "v", "bias"), sharded(q, k, v, bias), single(q, k, v, bias)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6, err_msg=name)
 
 

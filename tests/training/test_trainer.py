@@ -153,11 +153,13 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(setup, tmp_path, cache_
 
 @pytest.mark.slow
 def test_sigterm_saves_and_the_next_run_resumes(setup, tmp_path, cache_dir):
+    """The first run trains with XLA's attention (model.attention=xla: the trainer's path on
+    accelerators), the resumed one with the default: an execution-only key may change on resume."""
     root, config = setup
     run = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "stylebench_jax.cli", "train", str(config), "--output",
-                             str(run), "--quiet", "trainer.log_every=1"], cwd=REPO, stderr=subprocess.PIPE,
-                            text=True)
+                             str(run), "--quiet", "trainer.log_every=1", "model.attention=xla"],
+                            cwd=REPO, stderr=subprocess.PIPE, text=True)
     metrics = run / "metrics.jsonl"
     deadline = time.time() + 300
     while time.time() < deadline and not (metrics.exists() and metrics.read_text().count("\n") >= 2):
@@ -169,7 +171,10 @@ def test_sigterm_saves_and_the_next_run_resumes(setup, tmp_path, cache_dir):
     assert saved and not (run / "export").exists()
     done = cli(config, "--output", run, "trainer.log_every=1")
     assert done.returncode == 0, done.stderr
-    assert json.loads((run / "summary.json").read_text())["steps"] == 12
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["steps"] == 12
+    assert summary["attention"] == ("fused-cpu" if cpu_attention.missing_prerequisite() is None
+                                    else summary["attention"])
 
 
 @pytest.mark.parametrize("override, fragment", [
@@ -177,7 +182,7 @@ def test_sigterm_saves_and_the_next_run_resumes(setup, tmp_path, cache_dir):
     ("model.pooling=max", "model.pooling: expected one of attention, mean, cls"),
     ("data.pairs=/no/such/dir", "data.pairs: /no/such/dir: directory not found"),
     ("trainer.batchsize=4", "trainer.batchsize: unknown key"),
-    ("model.fused_attention=yes", "model.fused_attention: expected one of auto, on, off"),
+    ("model.attention=off", "model.attention: expected one of auto, fused, xla"),
 ])
 def test_bad_config_is_one_line_exit_2(setup, tmp_path, capsys, override, fragment):
     root, config = setup
@@ -213,21 +218,21 @@ def test_group_contrastive_training_and_teacher_distillation(setup, tmp_path, ca
 
 def test_training_attention_decides_and_refuses_by_key():
     """auto: the kernels on a float32 CPU mesh without a model axis (when they can run here), XLA's
-    attention otherwise; off: XLA's; on where they cannot run: an error naming the key."""
+    attention otherwise; xla: XLA's; fused where they cannot run: an error naming the key."""
     import types
 
     def config(mode, dtype="float32"):
-        return types.SimpleNamespace(model=types.SimpleNamespace(fused_attention=mode, compute_dtype=dtype))
+        return types.SimpleNamespace(model=types.SimpleNamespace(attention=mode, compute_dtype=dtype))
 
     base = types.SimpleNamespace(config=tiny_config("bert", num_heads=2))
     one, split = make_mesh("data=2"), make_mesh("data=4,model=2")
     missing = cpu_attention.missing_prerequisite()
     mesh, what = training_attention(config("auto"), base, one)
     assert (mesh, what) == ((one, "fused-cpu") if missing is None else (None, what))
-    assert training_attention(config("off"), base, one) == (None, "xla (asked for)")
+    assert training_attention(config("xla"), base, one) == (None, "xla (asked for)")
     assert training_attention(config("auto"), base, split) == (None, "xla (the mesh has a model axis)")
     assert training_attention(config("auto", "bfloat16"), base, one)[0] is None
-    with pytest.raises(UserInputError, match=r"^model.fused_attention: on, but .*model axis"):
-        training_attention(config("on"), base, split)
-    with pytest.raises(UserInputError, match=r"^model.fused_attention: on, but .*bfloat16"):
-        training_attention(config("on", "bfloat16"), base, one)
+    with pytest.raises(UserInputError, match=r"^model.attention: fused, but .*model axis"):
+        training_attention(config("fused"), base, split)
+    with pytest.raises(UserInputError, match=r"^model.attention: fused, but .*bfloat16"):
+        training_attention(config("fused", "bfloat16"), base, one)
