@@ -105,10 +105,10 @@ def training_attention(config: TrainConfig, base: EncoderFiles, mesh: Mesh) -> t
     ``model.attention``: ``auto`` takes the kernels on CPU meshes in float32 with a head size
     they handle and no ``model`` axis (the train step's ``shard_map`` is manual over ``data`` only, and
     XLA cannot split a custom call over heads), whenever they build here (else one stderr line);
-    ``on`` takes them or raises ``UserInputError`` naming the key; ``off`` keeps XLA's. The teacher
+    ``fused`` takes them or raises ``UserInputError`` naming the key; ``xla`` keeps XLA's. The teacher
     cross-encoder keeps XLA's attention. Measured 2026-11-27 on the 2-core EPYC (MiniLM, 16 pairs x
-    128 tokens, ``benchmarks/bench_train.py --xla-attention-row``, two runs): the plain step 9.3 and
-    10.2 examples/s (best round of 3) against 7.7 and 8.3 with XLA's attention."""
+    128 tokens, ``benchmarks/bench_train.py --xla-attention-row``, three runs): the plain step 9.3,
+    10.2 and 11.3 examples/s (best round of 3) against 7.7, 8.3 and 10.2 with XLA's attention."""
     from stylebench_jax.encoders.neural import fused_attention_mesh
 
     mode = config.model.attention
