@@ -293,33 +293,29 @@ int64_t forward_scratch(const Dims& n) {
   return n.D * Lp + kRows * (Lp + n.D);
 }
 
-ffi::Error Attention(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
-                     ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::ResultBuffer<ffi::F32> out) {
+// The forward over all units; stats (each unit's [2, L] row maxima and log sums) or null.
+ffi::Error forward(ffi::ThreadPool& pool, float scale, const ffi::Buffer<ffi::F32>& q, const ffi::Buffer<ffi::F32>& k,
+                   const ffi::Buffer<ffi::F32>& v, const ffi::Buffer<ffi::F32>& bias, float* op, float* sp) {
   Dims n;
   if (auto error = check(q, {&k, &v}, bias, &n); error.failure()) return error;
   const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
-  float* op = out->typed_data();
   run_units(pool, n.B * n.H, forward_scratch(n), [=](int64_t u, float* scratch) {
     const int64_t at = u * n.L * n.D;
-    attend(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, nullptr, static_cast<int>(n.L),
-           static_cast<int>(n.D), scale, scratch);
+    attend(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp ? sp + u * 2 * n.L : nullptr,
+           static_cast<int>(n.L), static_cast<int>(n.D), scale, scratch);
   });
   return ffi::Error::Success();
+}
+
+ffi::Error Attention(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
+                     ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::ResultBuffer<ffi::F32> out) {
+  return forward(pool, scale, q, k, v, bias, out->typed_data(), nullptr);
 }
 
 ffi::Error AttentionForward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
                             ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::ResultBuffer<ffi::F32> out,
                             ffi::ResultBuffer<ffi::F32> stats) {
-  Dims n;
-  if (auto error = check(q, {&k, &v}, bias, &n); error.failure()) return error;
-  const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
-  float *op = out->typed_data(), *sp = stats->typed_data();
-  run_units(pool, n.B * n.H, forward_scratch(n), [=](int64_t u, float* scratch) {
-    const int64_t at = u * n.L * n.D;
-    attend(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp + u * 2 * n.L, static_cast<int>(n.L),
-           static_cast<int>(n.D), scale, scratch);
-  });
-  return ffi::Error::Success();
+  return forward(pool, scale, q, k, v, bias, out->typed_data(), stats->typed_data());
 }
 
 ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
@@ -353,35 +349,19 @@ extern "C" int stylebench_cpu_attention_supported() {
 
 using F32 = ffi::Buffer<ffi::F32>;
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionF32, Attention,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Attr<float>("scale")
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Ret<F32>());
+// The binding all three handlers share: XLA's thread pool, the scale, q, k, v and the bias.
+auto bind_qkv_bias() {
+  return ffi::Ffi::Bind().Ctx<ffi::ThreadPool>().Attr<float>("scale").Arg<F32>().Arg<F32>().Arg<F32>().Arg<F32>();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionF32, Attention, bind_qkv_bias().Ret<F32>());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionForwardF32, AttentionForward,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Attr<float>("scale")
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Ret<F32>()
-                                  .Ret<F32>());
+                              bind_qkv_bias().Ret<F32>().Ret<F32>());
 
+// + out, stats, d_out -> d_q, d_k, d_v, d_bias
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionBackwardF32, AttentionBackward,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Attr<float>("scale")
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
+                              bind_qkv_bias()
                                   .Arg<F32>()
                                   .Arg<F32>()
                                   .Arg<F32>()
