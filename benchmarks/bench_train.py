@@ -5,7 +5,7 @@
 Both sides train all-MiniLM-L6-v2 on the same real text pairs (positive pairs of
 ``stylebench prepare-pairs`` on the shared novels when ``runs/pairs/novels`` exists, else same-author
 Reuters C50 article pairs), cut at ``--length`` tokens, ``--batch`` pairs per step, AdamW 2e-5,
-dropout 0.1, float32, in one run on the same CPU:
+hidden dropout 0.1, float32, in one run on the same CPU:
 
 - ours: ``training.step.train_step`` under ``jax.shard_map`` (mean pooling, bidirectional in-batch
   InfoNCE over the all-gathered batch, no classifier or adversary: the same work as the peer's loss),
@@ -16,6 +16,13 @@ dropout 0.1, float32, in one run on the same CPU:
 - peer: sentence-transformers ``MultipleNegativesRankingLoss`` (scale 20) and
   ``CachedMultipleNegativesRankingLoss`` (mini-batch ``--chunk``), a plain PyTorch loop
   (``loss(features, None).backward(); optimizer.step()``), torch threads = os CPUs.
+
+Attention-probability dropout (BERT's ``attention_probs_dropout_prob``) at each value of
+``--attention-dropout`` (default 0.1 and 0), on both sides alike: ours ``model.attention_dropout``, the
+peer's checkpoint config overridden. 0.1 is what both train with by default (MiniLM's config; our
+trainer's default); it sends PyTorch's CPU ``scaled_dot_product_attention`` to its unfused math path in
+training, so the value 0 (PyTorch's fused CPU attention, forward and backward) is timed too. Ratios are
+against the peer with the same gradient caching and the same attention dropout.
 
 Both sides' batches are tokenised (and on the device) before the clock starts. On a GPU (JAX with
 CUDA) both sides train on the card (the peer on ``cuda``), float32 products in true float32 unless
@@ -84,10 +91,12 @@ def text_pairs(n: int, seed: int) -> tuple[list[str], list[str], str]:
 
 # ------------------------------------------------------------------------------------------ ours
 
-def ours_setup(batch: int, length: int, chunk: int | None, n_devices: int, xla_attention: bool = False):
+def ours_setup(batch: int, length: int, chunk: int | None, n_devices: int, xla_attention: bool = False,
+               attention_dropout: float = 0.1):
     """Our step as ``stylebench train`` runs it: attention in the C++ CPU kernels where they apply
-    (``training_attention``'s auto; ``xla_attention``: XLA's). Returns ``(state, step, make_batch,
-    rng, attention)``, ``attention`` naming what runs."""
+    (``training_attention``'s auto; ``xla_attention``: XLA's), ``attention_dropout`` as
+    ``model.attention_dropout``. Returns ``(state, step, make_batch, rng, attention)``, ``attention``
+    naming what runs."""
     import functools
 
     import jax
@@ -107,7 +116,8 @@ def ours_setup(batch: int, length: int, chunk: int | None, n_devices: int, xla_a
     mesh = make_mesh(f"data={n_devices}", jax.devices()[:n_devices])
     fused, attention = fused_attention_mesh(mesh, base.config, "float32", False if xla_attention else None)
     model = BiEncoder(base.config, pooling="mean", classifier="mlp", use_style_features=False, n_topics=0,
-                      dropout_rate=0.1, fused_attention=LOCAL if fused is not None else None)
+                      dropout_rate=0.1, fused_attention=LOCAL if fused is not None else None,
+                      attention_dropout=attention_dropout)
     loss = LossConfig(ce_weight=0.0, contrastive="infonce", contrastive_weight=1.0, adversary_weight=0.0)
     spec = StepSpec(loss, total_steps=1000, n_data=n_devices, embed_chunk=chunk, use_ce=False,
                     use_topics=False, train_dropout=True)
@@ -128,15 +138,17 @@ def ours_setup(batch: int, length: int, chunk: int | None, n_devices: int, xla_a
         host = pairs.batch(np.arange(len(first)))
         return {k: jax.device_put(v, batch_sharding(mesh, v.ndim)) for k, v in host.items()}
 
-    return state, step, make_batch, jax.random.key(0), attention
+    return state, step, make_batch, jax.random.key(0), f"{attention}, attention dropout {attention_dropout:g}"
 
 
-def ours_runner(first, second, batch, length, steps, warmup, chunk, n_devices, xla_attention=False):
+def ours_runner(first, second, batch, length, steps, warmup, chunk, n_devices, xla_attention=False,
+                attention_dropout=0.1):
     """Our step set up, compiled and warmed: ``(first_step_s, run, attention)``; ``run()`` times
     ``steps`` steps (batches prepared on the devices beforehand) and returns ``(seconds, loss)``."""
     import jax
 
-    state, step, make_batch, rng, attention = ours_setup(batch, length, chunk, n_devices, xla_attention)
+    state, step, make_batch, rng, attention = ours_setup(batch, length, chunk, n_devices, xla_attention,
+                                                         attention_dropout)
     batches = [make_batch(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
                for i in range(steps + warmup)]
     start = time.perf_counter()
@@ -158,9 +170,9 @@ def ours_runner(first, second, batch, length, steps, warmup, chunk, n_devices, x
     return compile_s, run, attention
 
 
-def ours_memory(batch: int, length: int, chunk: int | None) -> int:
+def ours_memory(batch: int, length: int, chunk: int | None, attention_dropout: float) -> int:
     """Bytes XLA's compiled step needs (arguments + outputs + temporaries - aliased), 1 device."""
-    state, step, make_batch, rng, _ = ours_setup(batch, length, chunk, 1)
+    state, step, make_batch, rng, _ = ours_setup(batch, length, chunk, 1, False, attention_dropout)
     vocab_batch = make_batch(["x"] * batch, ["y"] * batch)
     stats = step.lower(state, vocab_batch, rng).compile().memory_analysis()
     return int(stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
@@ -169,7 +181,7 @@ def ours_memory(batch: int, length: int, chunk: int | None) -> int:
 
 # ------------------------------------------------------------------------------------------ peer
 
-def peer_setup(loss_name: str, chunk: int, length: int):
+def peer_setup(loss_name: str, chunk: int, length: int, attention_dropout: float = 0.1):
     import torch
     from sentence_transformers import SentenceTransformer
     try:  # 6.x deprecates the top-level alias; before 5.7 only it exists
@@ -182,7 +194,8 @@ def peer_setup(loss_name: str, chunk: int, length: int):
 
     torch.manual_seed(0)
     torch.set_num_threads(os.cpu_count() or 1)
-    model = SentenceTransformer(str(minilm_dir()), device=torch_device())
+    model = SentenceTransformer(str(minilm_dir()), device=torch_device(),
+                                config_kwargs={"attention_probs_dropout_prob": attention_dropout})
     model.max_seq_length = length
     model.train()
     if loss_name == "mnrl":
@@ -203,13 +216,15 @@ def peer_setup(loss_name: str, chunk: int, length: int):
         optimizer.step()
         return value.item()  # waits for the device
 
-    step.attention = f"pytorch ({getattr(model[0].auto_model.config, '_attn_implementation', '?')})"
+    hf_config = model[0].auto_model.config
+    step.attention = (f"pytorch ({getattr(hf_config, '_attn_implementation', '?')}), attention dropout "
+                      f"{hf_config.attention_probs_dropout_prob:g}")
     return step, prepare
 
 
-def peer_runner(first, second, batch, length, steps, warmup, chunk, loss_name):
+def peer_runner(first, second, batch, length, steps, warmup, chunk, loss_name, attention_dropout=0.1):
     """The peer set up and warmed like :func:`ours_runner`: ``(first_step_s, run, attention)``."""
-    step, prepare = peer_setup(loss_name, chunk, length)
+    step, prepare = peer_setup(loss_name, chunk, length, attention_dropout)
     batches = [prepare(first[i * batch:(i + 1) * batch], second[i * batch:(i + 1) * batch])
                for i in range(steps + warmup)]
     start = time.perf_counter()
@@ -244,11 +259,11 @@ def timed_rounds(runners: dict, rounds: int, steps: int, batch: int) -> dict:
             for name, values in seconds.items()}
 
 
-def child_peak_rss(kind: str, batch: int, length: int, chunk: int) -> int:
+def child_peak_rss(kind: str, batch: int, length: int, chunk: int, attention_dropout: float) -> int:
     """Peak RSS (bytes) of a child process running two steps of ``kind`` at ``batch`` pairs."""
     code = (f"import sys; sys.path.insert(0, {str(REPO)!r}); import benchmarks.bench_train as b; "
             f"f, s, _ = b.text_pairs({2 * batch}, 0); "
-            f"step, prep = b.peer_setup({kind!r}, {chunk}, {length}); "
+            f"step, prep = b.peer_setup({kind!r}, {chunk}, {length}, {attention_dropout!r}); "
             f"step(prep(f[:{batch}], s[:{batch}])); step(prep(f[{batch}:], s[{batch}:])); import resource; "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600)
@@ -295,9 +310,19 @@ def main() -> int:
     parser.add_argument("--xla-attention-row", action="store_true",
                         help="also time our plain step with XLA's attention instead of the C++ CPU kernels "
                              "(in the same interleaved rounds)")
+    parser.add_argument("--attention-dropout", default="0.1,0",
+                        help="attention-probability dropout values, comma-separated: each times ours and the "
+                             "peer at that value (default 0.1,0; the first is the 8-device and capacity one)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "train.json")
     args = parser.parse_args()
+    try:
+        rates = [float(x) for x in args.attention_dropout.split(",")]
+    except ValueError:
+        rates = []
+    if not rates or not all(0.0 <= rate < 1.0 for rate in rates):
+        parser.error(f"--attention-dropout: expected comma-separated rates in [0, 1), found "
+                     f"{args.attention_dropout!r}")
     from stylebench_jax.runtime import tune_malloc
 
     # As `stylebench train` does, before JAX starts; the peer runs in this process and gets it too.
@@ -310,66 +335,72 @@ def main() -> int:
     timing = (args.steps, args.warmup)
     if args.child:  # ours on N fake devices, printed as JSON for the parent
         n = int(args.child)
-        runner = ours_runner(first, second, args.batch, args.length, *timing, None, n)
+        runner = ours_runner(first, second, args.batch, args.length, *timing, None, n, False, rates[0])
         print(json.dumps(timed_rounds({"ours": runner}, args.rounds, args.steps, args.batch)["ours"]))
         return 0
     runners, rows = {}, []
-    if 1 in [int(x) for x in args.devices.split(",")]:
-        for chunk in (None, args.chunk):
-            runners[("ours", 1, chunk is not None)] = ours_runner(first, second, args.batch, args.length,
-                                                                 *timing, chunk, 1)
-        if args.xla_attention_row:
-            runners[("ours, XLA attention", 1, False)] = ours_runner(first, second, args.batch, args.length,
-                                                                    *timing, None, 1, True)
-    if not args.skip_peer:
-        for loss_name in ("mnrl", "cached_mnrl"):
-            runners[(f"sentence-transformers {loss_name}", 1, loss_name == "cached_mnrl")] = peer_runner(
-                first, second, args.batch, args.length, *timing, args.chunk, loss_name)
+    for rate in rates:  # keys (system, devices, gradient caching, attention dropout)
+        if 1 in [int(x) for x in args.devices.split(",")]:
+            for chunk in (None, args.chunk):
+                runners[("ours", 1, chunk is not None, rate)] = ours_runner(
+                    first, second, args.batch, args.length, *timing, chunk, 1, False, rate)
+            if args.xla_attention_row and rate == rates[0]:
+                runners[("ours, XLA attention", 1, False, rate)] = ours_runner(
+                    first, second, args.batch, args.length, *timing, None, 1, True, rate)
+        if not args.skip_peer:
+            for loss_name in ("mnrl", "cached_mnrl"):
+                runners[(f"sentence-transformers {loss_name}", 1, loss_name == "cached_mnrl", rate)] = \
+                    peer_runner(first, second, args.batch, args.length, *timing, args.chunk, loss_name, rate)
     timed = timed_rounds(runners, args.rounds, args.steps, args.batch)
-    for (system, devices, caching), result in timed.items():
-        rows.append({"system": system, "devices": devices, "gradient_caching": caching, **result})
+    for (system, devices, caching, rate), result in timed.items():
+        rows.append({"system": system, "devices": devices, "gradient_caching": caching,
+                     "attention_dropout": rate, **result})
     for n in (int(x) for x in args.devices.split(",") if int(x) > 1):
         env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={n}",
                "JAX_PLATFORMS": "cpu"}
         out = subprocess.run([sys.executable, __file__, "--child", str(n), "--batch", str(args.batch),
                               "--length", str(args.length), "--steps", str(args.steps), "--warmup",
                               str(args.warmup), "--rounds", str(args.rounds)]
+                             + ["--attention-dropout", str(rates[0])]
                              + (["--default-malloc"] if args.default_malloc else []),
                              env=env, capture_output=True, text=True, timeout=7200)
         if out.returncode:
             raise RuntimeError(out.stderr[-3000:])
         rows.append({"system": "ours (separate process, not interleaved)", "devices": n,
-                     "gradient_caching": False, **json.loads(out.stdout.strip().splitlines()[-1])})
-    peer = {r["gradient_caching"]: r["examples_per_s"] for r in rows if r["system"].startswith("sentence")}
+                     "gradient_caching": False, "attention_dropout": rates[0],
+                     **json.loads(out.stdout.strip().splitlines()[-1])})
+    peers = {(r["gradient_caching"], r["attention_dropout"]): r for r in rows
+             if r["system"].startswith("sentence")}
     print(f"\nTrain step, MiniLM, {args.batch} pairs x {args.length} tokens, {source}; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()}; "
           f"ours on {accelerator() or 'CPU'}, peer on {torch_device() if not args.skip_peer else '-'}")
-    peer_median = {r["gradient_caching"]: r["median_examples_per_s"] for r in rows
-                   if r["system"].startswith("sentence")}
     settings = "stylebench train's settings (runtime.tune_malloc)" if malloc_tuned else "glibc defaults"
     print(f"malloc: {settings}"
           f"; {args.rounds} interleaved rounds of {args.steps} steps; ratios: best round / median round")
-    print(f"{'system':<42} {'dev':>3} {'cache':>5} {'ex/s':>8} {'median':>8} {'first s':>8} {'vs peer':>13}"
-          "  attention")
+    print("vs peer: against sentence-transformers with the same gradient caching and attention dropout")
+    print(f"{'system':<42} {'dev':>3} {'cache':>5} {'a-drop':>6} {'ex/s':>8} {'median':>8} {'first s':>8} "
+          f"{'vs peer':>13}  attention")
     for r in rows:
-        ratio = r["examples_per_s"] / peer[r["gradient_caching"]] if peer else float("nan")
-        median_ratio = (r["median_examples_per_s"] / peer_median[r["gradient_caching"]]
-                        if peer_median else float("nan"))
+        peer = peers.get((r["gradient_caching"], r["attention_dropout"]))
+        ratio = r["examples_per_s"] / peer["examples_per_s"] if peer else float("nan")
+        median_ratio = r["median_examples_per_s"] / peer["median_examples_per_s"] if peer else float("nan")
         r["ratio_vs_peer_same_caching"], r["median_ratio_vs_peer_same_caching"] = ratio, median_ratio
         print(f"{r['system']:<42} {r['devices']:>3} {str(r['gradient_caching']):>5} "
-              f"{r['examples_per_s']:>8.2f} {r['median_examples_per_s']:>8.2f} {r['first_step_s']:>8.1f} "
+              f"{r['attention_dropout']:>6g} {r['examples_per_s']:>8.2f} {r['median_examples_per_s']:>8.2f} "
+              f"{r['first_step_s']:>8.1f} "
               f"{ratio:>6.2f}/{median_ratio:<6.2f}  {r.get('attention', '')}")
     memory = {}
     if not args.skip_memory:
         limit = int(args.memory_gib * 2**30)
         for chunk in (None, args.chunk):
-            best, points = largest_batch(lambda b, c=chunk: ours_memory(b, args.length, c), args.batch, limit,
-                                         1 << 16)
+            best, points = largest_batch(lambda b, c=chunk: ours_memory(b, args.length, c, rates[0]),
+                                         args.batch, limit, 1 << 16)
             memory[f"ours{'_cached' if chunk else ''}"] = {"largest_batch": best, "points": points,
                                                              "method": "XLA compiled memory analysis"}
         if not args.skip_peer:
             for kind in ("mnrl", "cached_mnrl"):
-                points = [(b, child_peak_rss(kind, b, args.length, args.chunk)) for b in (16, 32, 64)]
+                points = [(b, child_peak_rss(kind, b, args.length, args.chunk, rates[0]))
+                          for b in (16, 32, 64)]
                 xs, ys = np.array([p[0] for p in points], float), np.array([p[1] for p in points], float)
                 slope, intercept = np.polyfit(xs, ys, 1)
                 predicted = int((limit - intercept) / slope) if slope > 0 else None

@@ -11,10 +11,12 @@ the attention softmax in float32). Post-LayerNorm blocks as in BERT/RoBERTa.
 
 Training (``deterministic=False``, a ``dropout`` rng) applies hidden dropout where BERT does: after
 the embedding LayerNorm's input sum, after the attention output projection and after the MLP
-output. BERT's attention-probability dropout is left out (a documented departure, kept from when
-attention ran through ``jax.nn.dot_product_attention``, which has none; the trainer's default
-rate 0.1 applies to the three hidden dropouts). The masks come from ``encoders.dropout`` (16-bit
-draws from XLA's bit generator: flax's threefry masks cost ~10% of a CPU train step).
+output; with ``attention_dropout_rate`` > 0 also on the attention probabilities (BERT's
+``attention_probs_dropout_prob``; the trainer's ``model.attention_dropout``). The hidden masks come
+from ``encoders.dropout`` (16-bit draws from XLA's bit generator: flax's threefry masks cost ~10% of a
+CPU train step); the attention masks are counter-based draws (``encoders.dropout.attention_keep``)
+that the C++ kernels regenerate in their forward and backward, so both attention paths drop the same
+probabilities.
 ``remat=True`` rematerialises each layer in the backward pass (activation memory of one layer
 instead of all).
 
@@ -42,7 +44,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh
 
 from stylebench_jax.encoders.config import EncoderConfig
-from stylebench_jax.encoders.dropout import Dropout
+from stylebench_jax.encoders.dropout import AttentionDropout, Dropout, attention_keep
 
 _ACTIVATIONS = {
     "gelu": functools.partial(jax.nn.gelu, approximate=False),
@@ -93,20 +95,29 @@ class Embeddings(nn.Module):
         return Dropout(self.dropout_rate)(hidden, deterministic=deterministic)
 
 
-def softmax_attention(query, key, value, bias):
+def softmax_attention(query, key, value, bias, dropout: AttentionDropout | None = None, units=None):
     """``softmax(q k^T / sqrt(d) + bias) v`` per head: ``[B, heads, L, d]`` -> ``[B, heads, L, d]``.
 
     ``bias`` ``[B, 1, 1, L]`` additive (0 or -1e9). Scores and softmax in float32; the normalisation
     is applied after the ``p v`` product (dividing ``[L, d]`` instead of ``[L, L]``), as fused kernels do.
     The head-major layout lets both products run as batched matrix products without transposes.
+    ``dropout``: attention-probability dropout (``encoders.dropout.attention_keep``: the C++ kernels'
+    draws) of the attention units ``units`` (uint32 ``[B, heads]``, default ``b * heads + h``);
+    kept probabilities are scaled by ``dropout.scale``, the softmax's sum is over all keys.
     """
     scale = query.shape[-1] ** -0.5
     scores = jnp.einsum("bnqd,bnkd->bnqk", query * jnp.asarray(scale, query.dtype), key,
                         preferred_element_type=jnp.float32) + bias
     weights = jnp.exp(scores - scores.max(axis=-1, keepdims=True))
+    total = weights.sum(axis=-1, keepdims=True)
+    if dropout is not None:
+        if units is None:
+            units = jnp.arange(query.shape[0] * query.shape[1], dtype=jnp.uint32).reshape(query.shape[:2])
+        weights = jnp.where(attention_keep(dropout, units, query.shape[2]), weights, 0.0)
+        total = total / dropout.scale
     context = jnp.einsum("bnqk,bnkd->bnqd", weights.astype(value.dtype), value,
                          preferred_element_type=jnp.float32)
-    return (context / weights.sum(axis=-1, keepdims=True)).astype(value.dtype)
+    return (context / total).astype(value.dtype)
 
 
 def map_row_groups(fn, args: tuple, width: int):
@@ -129,17 +140,22 @@ def map_row_groups(fn, args: tuple, width: int):
     return out.swapaxes(0, 1).reshape(batch, *out.shape[2:])
 
 
-def grouped_attention(query, key, value, bias, groups: int):
+def grouped_attention(query, key, value, bias, groups: int, dropout: AttentionDropout | None = None):
     """``softmax_attention`` of ``[B, heads, L, d]`` inputs, ``groups`` sequences at a time.
 
     ``groups == 0``: the whole batch at once. ``groups = g >= 1`` (``gcd(g, B)`` is used, so any batch
     works; the embedders' batches are multiples of ``g``): ``map_row_groups`` runs ``B / g`` steps, each
     attending ``g`` sequences; sharding-safe when ``g`` is a multiple of the mesh's ``data`` size (heads
-    keep their ``model`` sharding). Same arithmetic either way.
+    keep their ``model`` sharding). Same arithmetic either way (``dropout``'s units keep their batch
+    row's index).
     """
     if groups == 0:
-        return softmax_attention(query, key, value, bias)
-    return map_row_groups(softmax_attention, (query, key, value, bias), math.gcd(query.shape[0], groups))
+        return softmax_attention(query, key, value, bias, dropout)
+    if dropout is None:
+        return map_row_groups(softmax_attention, (query, key, value, bias), math.gcd(query.shape[0], groups))
+    units = jnp.arange(query.shape[0] * query.shape[1], dtype=jnp.uint32).reshape(query.shape[:2])
+    return map_row_groups(lambda q, k, v, b, u: softmax_attention(q, k, v, b, dropout, u),
+                          (query, key, value, bias, units), math.gcd(query.shape[0], groups))
 
 
 class HeadProjection(nn.Module):
@@ -181,18 +197,22 @@ class SelfAttention(nn.Module):
     dtype: jnp.dtype = jnp.float32
     attention_groups: int = 0
     fused_attention: Mesh | str | None = None  # kernels.cpu_attention over this mesh (module docstring)
+    dropout_rate: float = 0.0  # attention-probability dropout (training; module docstring)
 
     @nn.compact
-    def __call__(self, hidden, mask_bias):
+    def __call__(self, hidden, mask_bias, deterministic: bool = True):
         cfg = self.config
         query, key, value = (HeadProjection(cfg.num_heads, cfg.head_dim, self.dtype, name=name)(hidden)
                              for name in ("query", "key", "value"))
+        dropout = None
+        if not deterministic and self.dropout_rate > 0.0:
+            dropout = AttentionDropout.draw(self.make_rng("dropout"), self.dropout_rate)
         if self.fused_attention is not None:
             from stylebench_jax.kernels.cpu_attention import fused_attention
 
-            context = fused_attention(query, key, value, mask_bias, self.fused_attention)
+            context = fused_attention(query, key, value, mask_bias, self.fused_attention, dropout)
         else:
-            context = grouped_attention(query, key, value, mask_bias, self.attention_groups)
+            context = grouped_attention(query, key, value, mask_bias, self.attention_groups, dropout)
         return HeadMerge(cfg.hidden_size, self.dtype, name="output")(context)
 
 
@@ -202,12 +222,14 @@ class Layer(nn.Module):
     dropout_rate: float = 0.0
     attention_groups: int = 0
     fused_attention: Mesh | str | None = None
+    attention_dropout_rate: float = 0.0
 
     @nn.compact
     def __call__(self, hidden, mask_bias, deterministic: bool = True):
         cfg = self.config
         attended = SelfAttention(cfg, self.dtype, self.attention_groups, self.fused_attention,
-                                 name="attention")(hidden, mask_bias)
+                                 self.attention_dropout_rate, name="attention")(
+            hidden, mask_bias, deterministic)
         attended = Dropout(self.dropout_rate)(attended, deterministic=deterministic)
         hidden = _layer_norm(cfg, "attention_norm")(hidden + attended).astype(self.dtype)
         inner = nn.Dense(cfg.intermediate_size, dtype=self.dtype, kernel_init=_init(("embed", "mlp")),
@@ -228,6 +250,7 @@ class BertEncoder(nn.Module):
     remat: bool = False
     attention_groups: int = 0  # see ``grouped_attention``; 0: whole batch at once
     fused_attention: Mesh | str | None = None  # kernels.cpu_attention over this mesh (module docstring)
+    attention_dropout_rate: float = 0.0  # attention-probability dropout (module docstring)
 
     @nn.compact
     def __call__(self, input_ids, attention_mask, token_type_ids=None, deterministic: bool = True):
@@ -241,6 +264,6 @@ class BertEncoder(nn.Module):
         layer = nn.remat(Layer, static_argnums=(3,)) if self.remat else Layer
         for index in range(self.config.num_layers):
             hidden = layer(self.config, self.dtype, self.dropout_rate, self.attention_groups,
-                           self.fused_attention, name=f"layer_{index}")(
+                           self.fused_attention, self.attention_dropout_rate, name=f"layer_{index}")(
                 hidden, mask_bias, deterministic)
         return hidden

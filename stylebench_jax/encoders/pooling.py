@@ -88,12 +88,13 @@ class SentenceEncoder(nn.Module):
     remat: bool = False
     attention_groups: int = 0  # ``bert.grouped_attention``: 0 whole batch, g: g sequences per step
     fused_attention: Mesh | str | None = None  # attention in kernels.cpu_attention (bert's docstring)
+    attention_dropout_rate: float = 0.0  # attention-probability dropout in training (bert's docstring)
 
     def setup(self):
         if self.pooling not in POOLING_MODES:
             raise ValueError(f"pooling {self.pooling!r} not in {POOLING_MODES}")
         self.encoder = BertEncoder(self.config, self.dtype, self.dropout_rate, self.remat,
-                                   self.attention_groups, self.fused_attention)
+                                   self.attention_groups, self.fused_attention, self.attention_dropout_rate)
         if self.pooling == "attention":
             self.attention_pool = AttentionPooling(self.config.hidden_size)
         if self.projection_dim:

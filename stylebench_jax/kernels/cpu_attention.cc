@@ -17,6 +17,16 @@
 // and d_k = scale ds^T q come out row by row; ds = p * (d_out v^T - rowsum(d_out * out)) is kept
 // for the unit ([L, L] floats) and d_q = scale ds k is read from it column-wise (no transpose).
 //
+// Attention-probability dropout (training, BERT's attention_probs_dropout_prob): the forward + stats
+// and backward handlers take a seed (u32[2]) and a threshold t (attribute; 0 = no dropout). Element
+// (i, j) of unit u (= b * H + h) is kept when its 32-bit draw
+//   draw = fmix32(row_key ^ (j * 0x85EBCA77 + 0x27D4EB2F)),  row_key = fmix32(unit_key + i * 0x9E3779B9),
+//   unit_key = fmix32(seed[0] ^ fmix32(seed[1] + u * 0x9E3779B9))   (fmix32: MurmurHash3's finaliser)
+// is >= t, and kept probabilities are divided by 1 - t / 2^32: out = (p * z) v with z = keep / (1 - t/2^32).
+// A counter-based draw, so the backward regenerates the forward's mask key-major without storing it;
+// encoders/dropout.py (attention_keep) is the same function in jnp (XLA's attention and the tests).
+// The backward: d_v = (p z)^T d_out, ds = p * (z (d_out v^T) - rowsum(d_out * out)) (out includes z).
+//
 // Requires AVX2 and FMA (checked by stylebench_cpu_attention_supported) and D % 16 == 0 (checked here).
 #include <immintrin.h>
 
@@ -57,6 +67,44 @@ inline __m256 exp256(__m256 x) {
   const __m256i scale =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(scale)), keep);
+}
+
+// MurmurHash3's 32-bit finaliser (a bijection with full avalanche), scalar and on 8 lanes.
+inline uint32_t fmix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x85EBCA6Bu;
+  x ^= x >> 13;
+  x *= 0xC2B2AE35u;
+  return x ^ (x >> 16);
+}
+
+inline __m256i fmix256(__m256i x) {
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int>(0x85EBCA6Bu)));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 13));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int>(0xC2B2AE35u)));
+  return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+}
+
+constexpr uint32_t kGolden = 0x9E3779B9u;
+
+// The dropout of one call (header): threshold 0 = none; scale = 1 / (1 - threshold / 2^32).
+struct Drop {
+  uint32_t threshold = 0, seed0 = 0, seed1 = 0;
+  float scale = 1.0f;
+  uint32_t unit_key(uint32_t u) const { return fmix32(seed0 ^ fmix32(seed1 + u * kGolden)); }
+};
+
+inline uint32_t row_key(uint32_t unit_key, uint32_t i) { return fmix32(unit_key + i * kGolden); }
+inline uint32_t column_key(uint32_t j) { return j * 0x85EBCA77u + 0x27D4EB2Fu; }
+
+// Lanes whose draw fmix32(a ^ b) is >= threshold: all ones (as floats' bits), else zero. AVX2 compares
+// signed, so both sides are offset by 2^31; threshold >= 1 here.
+inline __m256 kept256(__m256i a, __m256i b, uint32_t threshold) {
+  const __m256i offset = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+  const __m256i draw = _mm256_xor_si256(fmix256(_mm256_xor_si256(a, b)), offset);
+  const __m256i bound = _mm256_set1_epi32(static_cast<int>((threshold - 1) ^ 0x80000000u));
+  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(draw, bound));
 }
 
 inline float hsum(__m256 v) {
@@ -119,14 +167,20 @@ inline void transpose_padded(const float* x, int L, int D, int Lp, float* xt) {
   }
 }
 
-// One (sequence, head): q, k, v, out [L, D]; bias [L]; stats [2, L] or null (each row's max, then
-// its log sum of exp past the max); scratch holds D * Lp + kRows * (Lp + D) floats.
+// One (sequence, head) u: q, k, v, out [L, D]; bias [L]; stats [2, L] or null (each row's max, then
+// its log sum of exp past the max); kDrop: attention dropout (drop); scratch holds
+// D * Lp + kRows * (Lp + D) + Lp floats.
+template <bool kDrop>
 void attend(const float* q, const float* k, const float* v, const float* bias, float* out, float* stats,
-            int L, int D, float scale, float* scratch) {
+            int L, int D, float scale, const Drop& drop, uint32_t u, float* scratch) {
   const int Lp = (L + 15) / 16 * 16;
   float* kt = scratch;          // k^T [D, Lp], columns past L zero
   float* s = kt + D * Lp;       // scores, then exp, of kRows query rows [kRows, Lp]
   float* qs = s + kRows * Lp;   // scaled query rows [kRows, D]
+  uint32_t* columns = reinterpret_cast<uint32_t*>(qs + kRows * D);  // column_key(j) [Lp]
+  const uint32_t unit_key = kDrop ? drop.unit_key(u) : 0;
+  if (kDrop)
+    for (int j = 0; j < Lp; ++j) columns[j] = column_key(j);
   transpose_padded(k, L, D, Lp, kt);
   for (int i0 = 0; i0 < L; i0 += kRows) {
     const int R = std::min(kRows, L - i0);
@@ -154,18 +208,26 @@ void attend(const float* q, const float* k, const float* v, const float* bias, f
       }
       if (check != 0.0f) m = NAN;
       const __m256 mv = _mm256_set1_ps(m);
+      const uint32_t rk = kDrop ? row_key(unit_key, i0 + r) : 0;
+      const __m256i rkv = _mm256_set1_epi32(static_cast<int>(rk));
       __m256 acc = _mm256_setzero_ps();
       for (j = 0; j + 8 <= L; j += 8) {
         const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(row + j), mv));
-        _mm256_storeu_ps(row + j, e);
-        acc = _mm256_add_ps(acc, e);
+        acc = _mm256_add_ps(acc, e);  // the softmax's sum is over every key, dropped or not
+        if (kDrop) {
+          const __m256i cols = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(columns + j));
+          _mm256_storeu_ps(row + j, _mm256_and_ps(e, kept256(rkv, cols, drop.threshold)));
+        } else {
+          _mm256_storeu_ps(row + j, e);
+        }
       }
       float sum = hsum(acc);
       for (; j < L; ++j) {
         row[j] = std::exp(row[j] - m);
         sum += row[j];
+        if (kDrop && fmix32(rk ^ columns[j]) < drop.threshold) row[j] = 0.0f;
       }
-      inv[r] = 1.0f / sum;
+      inv[r] = (kDrop ? drop.scale : 1.0f) / sum;
       if (stats != nullptr) {
         stats[i0 + r] = m;
         stats[L + i0 + r] = std::log(sum);
@@ -178,11 +240,13 @@ void attend(const float* q, const float* k, const float* v, const float* bias, f
   }
 }
 
-// d of one (sequence, head) (see the header): q, k, v, out, d_out, d_q, d_k, d_v [L, D]; bias,
-// d_bias [L]; stats [2, L]; scratch holds L * D + 2 * D * Lp + 3 * Lp + 2 * kRows * Lp + L * Lp floats.
+// d of one (sequence, head) u (see the header): q, k, v, out, d_out, d_q, d_k, d_v [L, D]; bias,
+// d_bias [L]; stats [2, L]; kDrop: the forward's attention dropout (drop); scratch holds
+// L * D + 2 * D * Lp + 4 * Lp + 2 * kRows * Lp + L * Lp floats.
+template <bool kDrop>
 void attend_backward(const float* q, const float* k, const float* v, const float* bias, const float* out,
                      const float* stats, const float* dout, float* dq, float* dk, float* dv, float* dbias,
-                     int L, int D, float scale, float* scratch) {
+                     int L, int D, float scale, const Drop& drop, uint32_t u, float* scratch) {
   const int Lp = (L + 15) / 16 * 16;
   float* qs = scratch;            // q * scale [L, D]
   float* qst = qs + L * D;        // (q * scale)^T [D, Lp]
@@ -193,6 +257,11 @@ void attend_backward(const float* q, const float* k, const float* v, const float
   float* pt = logsum + Lp;        // p^T rows of kRows keys [kRows, Lp]
   float* dpt = pt + kRows * Lp;   // (d_out v^T)^T rows [kRows, Lp]
   float* dst = dpt + kRows * Lp;  // ds^T [L, Lp]: key j's row holds ds[:, j]
+  uint32_t* rows = reinterpret_cast<uint32_t*>(dst + L * Lp);  // row_key(i) [Lp]
+  if (kDrop) {
+    const uint32_t unit_key = drop.unit_key(u);
+    for (int i = 0; i < Lp; ++i) rows[i] = row_key(unit_key, i);
+  }
   for (int i = 0; i < L * D; ++i) qs[i] = q[i] * scale;  // the forward's scaled query
   transpose_padded(qs, L, D, Lp, qst);
   transpose_padded(dout, L, D, Lp, dot);
@@ -215,12 +284,21 @@ void attend_backward(const float* q, const float* k, const float* v, const float
       float* p = pt + r * Lp;
       const float* dp = dpt + r * Lp;
       float* ds = dst + (j0 + r) * Lp;
+      const __m256i ck = _mm256_set1_epi32(static_cast<int>(column_key(j0 + r)));
       __m256 acc = _mm256_setzero_ps();
       for (int i = 0; i < Lp; i += 8) {
         const __m256 x = _mm256_sub_ps(_mm256_add_ps(_mm256_loadu_ps(p + i), b), _mm256_loadu_ps(rowmax + i));
         const __m256 e = exp256(_mm256_sub_ps(x, _mm256_loadu_ps(logsum + i)));
-        _mm256_storeu_ps(p + i, e);
-        const __m256 g = _mm256_mul_ps(e, _mm256_sub_ps(_mm256_loadu_ps(dp + i), _mm256_loadu_ps(rowdot + i)));
+        __m256 dpi = _mm256_loadu_ps(dp + i);
+        if (kDrop) {  // z = keep * scale: p z for d_v, z (d_out v^T) for ds
+          const __m256i rk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + i));
+          const __m256 z = _mm256_and_ps(_mm256_set1_ps(drop.scale), kept256(rk, ck, drop.threshold));
+          _mm256_storeu_ps(p + i, _mm256_mul_ps(e, z));
+          dpi = _mm256_mul_ps(dpi, z);
+        } else {
+          _mm256_storeu_ps(p + i, e);
+        }
+        const __m256 g = _mm256_mul_ps(e, _mm256_sub_ps(dpi, _mm256_loadu_ps(rowdot + i)));
         _mm256_storeu_ps(ds + i, g);
         acc = _mm256_add_ps(acc, g);
       }
@@ -290,52 +368,72 @@ ffi::Error check(const ffi::Buffer<ffi::F32>& q, std::initializer_list<const ffi
 
 int64_t forward_scratch(const Dims& n) {
   const int64_t Lp = (n.L + 15) / 16 * 16;
-  return n.D * Lp + kRows * (Lp + n.D);
+  return n.D * Lp + kRows * (Lp + n.D) + Lp;
+}
+
+// The dropout of a training call: seed u32[2] and the threshold attribute (0..2^32 - 1).
+ffi::Error read_drop(const ffi::Buffer<ffi::U32>& seed, int64_t threshold, Drop* drop) {
+  if (seed.element_count() != 2) return ffi::Error::InvalidArgument("cpu_attention: seed must be u32[2]");
+  if (threshold < 0 || threshold > 0xFFFFFFFFll)
+    return ffi::Error::InvalidArgument("cpu_attention: threshold must be in [0, 2^32)");
+  drop->threshold = static_cast<uint32_t>(threshold);
+  drop->seed0 = seed.typed_data()[0];
+  drop->seed1 = seed.typed_data()[1];
+  drop->scale = static_cast<float>(1.0 / (1.0 - static_cast<double>(threshold) / 4294967296.0));
+  return ffi::Error::Success();
 }
 
 // The forward over all units; stats (each unit's [2, L] row maxima and log sums) or null.
 ffi::Error forward(ffi::ThreadPool& pool, float scale, const ffi::Buffer<ffi::F32>& q, const ffi::Buffer<ffi::F32>& k,
-                   const ffi::Buffer<ffi::F32>& v, const ffi::Buffer<ffi::F32>& bias, float* op, float* sp) {
+                   const ffi::Buffer<ffi::F32>& v, const ffi::Buffer<ffi::F32>& bias, const Drop& drop, float* op,
+                   float* sp) {
   Dims n;
   if (auto error = check(q, {&k, &v}, bias, &n); error.failure()) return error;
   const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
   run_units(pool, n.B * n.H, forward_scratch(n), [=](int64_t u, float* scratch) {
     const int64_t at = u * n.L * n.D;
-    attend(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp ? sp + u * 2 * n.L : nullptr,
-           static_cast<int>(n.L), static_cast<int>(n.D), scale, scratch);
+    auto unit = drop.threshold ? attend<true> : attend<false>;
+    unit(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp ? sp + u * 2 * n.L : nullptr,
+         static_cast<int>(n.L), static_cast<int>(n.D), scale, drop, static_cast<uint32_t>(u), scratch);
   });
   return ffi::Error::Success();
 }
 
 ffi::Error Attention(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
                      ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::ResultBuffer<ffi::F32> out) {
-  return forward(pool, scale, q, k, v, bias, out->typed_data(), nullptr);
+  return forward(pool, scale, q, k, v, bias, Drop{}, out->typed_data(), nullptr);
 }
 
 ffi::Error AttentionForward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
-                            ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::ResultBuffer<ffi::F32> out,
-                            ffi::ResultBuffer<ffi::F32> stats) {
-  return forward(pool, scale, q, k, v, bias, out->typed_data(), stats->typed_data());
+                            ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::U32> seed,
+                            int64_t threshold, ffi::ResultBuffer<ffi::F32> out, ffi::ResultBuffer<ffi::F32> stats) {
+  Drop drop;
+  if (auto error = read_drop(seed, threshold, &drop); error.failure()) return error;
+  return forward(pool, scale, q, k, v, bias, drop, out->typed_data(), stats->typed_data());
 }
 
 ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
-                             ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::F32> out,
-                             ffi::Buffer<ffi::F32> stats, ffi::Buffer<ffi::F32> dout, ffi::ResultBuffer<ffi::F32> dq,
-                             ffi::ResultBuffer<ffi::F32> dk, ffi::ResultBuffer<ffi::F32> dv,
-                             ffi::ResultBuffer<ffi::F32> dbias) {
+                             ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::U32> seed,
+                             int64_t threshold, ffi::Buffer<ffi::F32> out, ffi::Buffer<ffi::F32> stats,
+                             ffi::Buffer<ffi::F32> dout, ffi::ResultBuffer<ffi::F32> dq, ffi::ResultBuffer<ffi::F32> dk,
+                             ffi::ResultBuffer<ffi::F32> dv, ffi::ResultBuffer<ffi::F32> dbias) {
   Dims n;
   if (auto error = check(q, {&k, &v, &out, &dout}, bias, &n); error.failure()) return error;
   if (stats.element_count() != 2 * n.B * n.H * n.L)
     return ffi::Error::InvalidArgument("cpu_attention: stats must be [B, heads, 2, L]");
+  Drop drop;
+  if (auto error = read_drop(seed, threshold, &drop); error.failure()) return error;
   const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
   const float *op = out.typed_data(), *sp = stats.typed_data(), *gp = dout.typed_data();
   float *dqp = dq->typed_data(), *dkp = dk->typed_data(), *dvp = dv->typed_data(), *dbp = dbias->typed_data();
   const int64_t Lp = (n.L + 15) / 16 * 16;
-  const int64_t scratch = n.L * n.D + 2 * n.D * Lp + 3 * Lp + 2 * kRows * Lp + n.L * Lp;
+  const int64_t scratch = n.L * n.D + 2 * n.D * Lp + 4 * Lp + 2 * kRows * Lp + n.L * Lp;
   run_units(pool, n.B * n.H, scratch, [=](int64_t u, float* s) {
     const int64_t at = u * n.L * n.D;
-    attend_backward(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp + u * 2 * n.L, gp + at, dqp + at,
-                    dkp + at, dvp + at, dbp + u * n.L, static_cast<int>(n.L), static_cast<int>(n.D), scale, s);
+    auto unit = drop.threshold ? attend_backward<true> : attend_backward<false>;
+    unit(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp + u * 2 * n.L, gp + at, dqp + at, dkp + at,
+         dvp + at, dbp + u * n.L, static_cast<int>(n.L), static_cast<int>(n.D), scale, drop,
+         static_cast<uint32_t>(u), s);
   });
   return ffi::Error::Success();
 }
@@ -356,12 +454,16 @@ auto bind_qkv_bias() {
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionF32, Attention, bind_qkv_bias().Ret<F32>());
 
+// Training: + the dropout seed and threshold (header)
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionForwardF32, AttentionForward,
-                              bind_qkv_bias().Ret<F32>().Ret<F32>());
+                              bind_qkv_bias().Arg<ffi::Buffer<ffi::U32>>().Attr<int64_t>("threshold")
+                                  .Ret<F32>().Ret<F32>());
 
-// + out, stats, d_out -> d_q, d_k, d_v, d_bias
+// + seed, threshold, out, stats, d_out -> d_q, d_k, d_v, d_bias
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionBackwardF32, AttentionBackward,
                               bind_qkv_bias()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Attr<int64_t>("threshold")
                                   .Arg<F32>()
                                   .Arg<F32>()
                                   .Arg<F32>()

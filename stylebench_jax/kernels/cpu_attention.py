@@ -33,6 +33,13 @@ tests/kernels/test_cpu_attention.py). Measured 2026-11-27 on the 2-core EPYC, Mi
 (32 sequences x 12 heads x 128 tokens x 32, the attention alone in a jitted call, best / median
 of 10): forward + backward 49-57 / 56-66 ms against XLA's 144-154 / 160-167 ms.
 
+Attention-probability dropout (BERT's ``attention_probs_dropout_prob``, ``dropout.AttentionDropout``):
+the training forward and the backward take a seed and a threshold and drop the probabilities whose
+counter-based draw (the .cc header's formula; ``encoders.dropout.attention_keep`` computes the same
+in jnp for XLA's attention) falls below the threshold; no mask is stored, the backward regenerates it.
+Unit indices are the arrays' own (``b * heads + h``), so dropout runs with ``mesh`` ``None``, ``LOCAL``
+or one device (the train step's per-device batches draw from per-device keys).
+
 ``unavailable()`` says why the kernel cannot run here (not x86-64, no AVX2/FMA, no compiler, a failed
 build), ``None`` when it can; the embedder (``encoders.neural``) then uses XLA's attention and says so.
 """
@@ -56,6 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
+from stylebench_jax.encoders.dropout import AttentionDropout
 from stylebench_jax.runtime import cpu_flags
 
 SOURCE = Path(__file__).with_name("cpu_attention.cc")
@@ -203,37 +211,54 @@ def _varying_like(outputs, reference):
                  if axes - _varying_axes(x) else x for x in outputs)
 
 
-@jax.custom_vjp
-def _attention(query, key, value, bias):
+def _no_seed():
+    return jnp.zeros((2,), jnp.uint32)
+
+
+def _forward_call(query, key, value, bias, seed, threshold: int):
+    # stats [B, H, 2, L]: each query row's score maximum and log sum of exp past it (the .cc header)
+    return _varying_like(jax.ffi.ffi_call(
+        FORWARD_TARGET, (jax.ShapeDtypeStruct(query.shape, jnp.float32),
+                         jax.ShapeDtypeStruct((*query.shape[:2], 2, query.shape[2]), jnp.float32)))(
+        query, key, value, bias, seed, scale=_scale(query), threshold=np.int64(threshold)), query)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5,))
+def _attention(query, key, value, bias, seed, threshold: int):
+    """The kernel's attention; ``seed`` u32[2] and ``threshold`` (a Python int, 0 = none): the
+    attention dropout of ``encoders.dropout.AttentionDropout``."""
+    if threshold:  # the training forward (the inference handler has no dropout); stats unused
+        return _forward_call(query, key, value, bias, seed, threshold)[0]
     return _varying_like(jax.ffi.ffi_call(TARGET, (jax.ShapeDtypeStruct(query.shape, jnp.float32),))(
         query, key, value, bias, scale=_scale(query)), query)[0]
 
 
-def _attention_forward(query, key, value, bias):
-    # stats [B, H, 2, L]: each query row's score maximum and log sum of exp past it (the .cc header)
-    out, stats = _varying_like(jax.ffi.ffi_call(
-        FORWARD_TARGET, (jax.ShapeDtypeStruct(query.shape, jnp.float32),
-                         jax.ShapeDtypeStruct((*query.shape[:2], 2, query.shape[2]), jnp.float32)))(
-        query, key, value, bias, scale=_scale(query)), query)
-    return out, (query, key, value, bias, out, stats)
+def _attention_forward(query, key, value, bias, seed, threshold: int):
+    out, stats = _forward_call(query, key, value, bias, seed, threshold)
+    return out, (query, key, value, bias, seed, out, stats)
 
 
-def _attention_backward(residuals, d_out):
-    query, key, value, bias, out, stats = residuals
+def _attention_backward(threshold: int, residuals, d_out):
+    query, key, value, bias, seed, out, stats = residuals
     grads = jax.ShapeDtypeStruct(query.shape, jnp.float32)
     d_query, d_key, d_value, d_bias = _varying_like(jax.ffi.ffi_call(
         BACKWARD_TARGET, (grads, grads, grads, jax.ShapeDtypeStruct(query.shape[:3], jnp.float32)))(
-        query, key, value, bias, out, stats, d_out, scale=_scale(query)), query)
-    return d_query, d_key, d_value, d_bias.sum(axis=1).reshape(bias.shape)  # [B, H, L] -> [B, 1, 1, L]
+        query, key, value, bias, seed, out, stats, d_out, scale=_scale(query), threshold=np.int64(threshold)),
+        query)
+    d_seed = np.zeros(seed.shape, jax.dtypes.float0)  # an integer input: no gradient
+    return d_query, d_key, d_value, d_bias.sum(axis=1).reshape(bias.shape), d_seed  # d_bias [B, H, L] summed
 
 
 _attention.defvjp(_attention_forward, _attention_backward)
 
 
-def fused_attention(query, key, value, bias, mesh: Mesh | str | None = None):
+def fused_attention(query, key, value, bias, mesh: Mesh | str | None = None,
+                    dropout: AttentionDropout | None = None):
     """``softmax(q k^T / sqrt(d) + bias) v`` per head by the C++ kernel: ``[B, heads, L, d]`` float32
     -> ``[B, heads, L, d]``; ``bias`` ``[B, 1, 1, L]`` additive (0 or -1e9). Differentiable (the
-    module docstring).
+    module docstring). ``dropout``: attention-probability dropout (training), the draws of
+    ``encoders.dropout.attention_keep`` for units ``b * heads + h`` of the arrays as given (so only
+    with ``mesh`` ``None``, ``LOCAL`` or one device).
 
     With a ``mesh`` of more than one device the call runs per shard in ``jax.shard_map`` (batch over
     ``data``, heads over ``model``, each where it divides; the embedder's batches always do, a
@@ -244,12 +269,18 @@ def fused_attention(query, key, value, bias, mesh: Mesh | str | None = None):
     if isinstance(mesh, str) and mesh != LOCAL:
         raise ValueError(f"mesh: expected a Mesh, None or {LOCAL!r}, found {mesh!r}")
     if mesh is None or isinstance(mesh, str) or mesh.devices.size == 1:
-        return _attention(query, key, value, bias)
+        if dropout is None:
+            return _attention(query, key, value, bias, _no_seed(), 0)
+        return _attention(query, key, value, bias, dropout.seed, dropout.threshold)
+    if dropout is not None:  # per-shard unit indices would repeat every shard's draws
+        raise ValueError("fused_attention: attention dropout runs on one device's arrays (mesh None, "
+                         f"{LOCAL!r} or one device), found a mesh of {mesh.devices.size} devices")
     batch_axis = "data" if query.shape[0] % mesh.shape["data"] == 0 else None
     head_axis = "model" if query.shape[1] % mesh.shape["model"] == 0 else None
     heads, rows = PartitionSpec(batch_axis, head_axis), PartitionSpec(batch_axis)
-    return jax.shard_map(_attention, mesh=mesh, in_specs=(heads, heads, heads, rows), out_specs=heads,
-                         check_vma=False)(query, key, value, bias)
+    return jax.shard_map(lambda q, k, v, b: _attention(q, k, v, b, _no_seed(), 0), mesh=mesh,
+                         in_specs=(heads, heads, heads, rows), out_specs=heads, check_vma=False)(
+        query, key, value, bias)
 
 
 def main() -> int:

@@ -61,7 +61,11 @@ class ModelConfig:
     classifier: Literal["arcface", "mlp"] = "arcface"
     arcface_margin: float = 0.2
     arcface_scale: float = 30.0
-    dropout: float = dataclasses.field(default=0.1, metadata=_unit)
+    dropout: float = dataclasses.field(default=0.1, metadata=_unit)  # the encoder's hidden dropouts
+    # BERT's attention_probs_dropout_prob: dropout of the encoder's attention probabilities, 0.1 as
+    # Hugging Face / sentence-transformers fine-tuning of BERT-family checkpoints applies it (run
+    # directories written before this key trained without it and resume with 0.0)
+    attention_dropout: float = dataclasses.field(default=0.1, metadata=_unit)
     head_dropout: float = dataclasses.field(default=0.1, metadata=_unit)
     remat: bool = False  # rematerialise encoder layers (memory for compute)
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
@@ -71,6 +75,9 @@ class ModelConfig:
     attention: Literal["auto", "fused", "xla"] = "auto"
 
     def __post_init__(self):
+        for name in ("dropout", "attention_dropout", "head_dropout"):
+            if getattr(self, name) >= 1.0:
+                raise InvalidField(name, f"expected a rate below 1, found {getattr(self, name)}")
         if self.base != "minilm" and not (Path(self.base) / "config.json").is_file():
             raise InvalidField("base", f"{self.base}: expected 'minilm' or a local model directory with a "
                                        "config.json")

@@ -122,6 +122,7 @@ class BiEncoder(nn.Module):
     remat: bool = False
     dtype: jnp.dtype = jnp.float32
     fused_attention: Mesh | str | None = None  # encoders.bert: the C++ CPU attention kernels
+    attention_dropout: float = 0.0  # encoders.bert: dropout of the attention probabilities
 
     def setup(self):
         if self.classifier not in CLASSIFIERS:
@@ -130,7 +131,8 @@ class BiEncoder(nn.Module):
         self.embedder = SentenceEncoder(self.config, pooling=self.pooling, normalize=False,
                                         projection_dim=self.projection_dim,
                                         dropout_rate=self.dropout_rate, remat=self.remat, dtype=self.dtype,
-                                        fused_attention=self.fused_attention)
+                                        fused_attention=self.fused_attention,
+                                        attention_dropout_rate=self.attention_dropout)
         width = self.projection_dim or self.config.hidden_size
         if self.classifier == "arcface":
             self.head = ArcFace(width, self.arcface_margin, self.arcface_scale)

@@ -43,10 +43,12 @@ from stylebench_jax.training.step import make_optimizer
 class CrossEncoder(nn.Module):
     config: EncoderConfig
     dropout_rate: float = 0.1
+    attention_dropout: float = 0.0  # encoders.bert: dropout of the attention probabilities
 
     @nn.compact
     def __call__(self, input_ids, attention_mask, token_type_ids=None, deterministic: bool = True):
-        hidden = BertEncoder(self.config, dropout_rate=self.dropout_rate, name="encoder")(
+        hidden = BertEncoder(self.config, dropout_rate=self.dropout_rate,
+                             attention_dropout_rate=self.attention_dropout, name="encoder")(
             input_ids, attention_mask, token_type_ids, deterministic)
         cls = Dropout(self.dropout_rate)(hidden[:, 0], deterministic=deterministic)
         return nn.Dense(2, name="classifier", kernel_init=nn.with_logical_partitioning(
@@ -104,7 +106,8 @@ def teacher_logits_for(config: TrainConfig, base: EncoderFiles, data: TrainingDa
 
 def _train_teacher(config: TrainConfig, base: EncoderFiles, pairs: PairSet, mesh: Mesh, progress: bool):
     tc = config.teacher
-    model = CrossEncoder(base.config, dropout_rate=config.model.dropout)
+    model = CrossEncoder(base.config, dropout_rate=config.model.dropout,
+                         attention_dropout=config.model.attention_dropout)
     params = init_params(model, jax.random.key(config.seed + 1), mesh, skip=(("encoder",),))
     shardings = param_shardings(model, mesh)
     params = {**params, "encoder": jax.device_put(base.host_params["encoder"], shardings["encoder"])}

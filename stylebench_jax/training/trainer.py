@@ -77,14 +77,20 @@ TIMING_FIELDS = ("examples_per_s",)
 # Config keys that change how a step runs, not what it computes (beyond float32 rounding): a run
 # resumes with another value, or from a config.json written before the key existed.
 EXECUTION_ONLY = (("model", "attention"),)
+# keys added after run directories were written, with the value those runs trained with
+ADDED_LATER = {("model", "attention_dropout"): 0.0}
 
 
 def _run_identity(resolved: dict) -> dict:
-    """``resolved`` (a config as ``config_to_dict`` writes it) without the ``EXECUTION_ONLY`` keys."""
+    """``resolved`` (a config as ``config_to_dict`` writes it) without the ``EXECUTION_ONLY`` keys,
+    ``ADDED_LATER`` keys filled in where a run written before them lacks them."""
     out = {section: dict(value) if isinstance(value, dict) else value for section, value in resolved.items()}
     for section, key in EXECUTION_ONLY:
         if isinstance(out.get(section), dict):
             out[section].pop(key, None)
+    for (section, key), value in ADDED_LATER.items():
+        if isinstance(out.get(section), dict):
+            out[section].setdefault(key, value)
     return out
 
 
@@ -137,7 +143,7 @@ def build_model(config: TrainConfig, base: EncoderFiles, n_topics: int,
                      use_style_features=m.use_style_features,
                      n_topics=n_topics if config.loss.adversary_weight > 0 else 0,
                      dropout_rate=m.dropout, head_dropout=m.head_dropout, remat=m.remat, dtype=dtype,
-                     fused_attention=fused_attention)
+                     fused_attention=fused_attention, attention_dropout=m.attention_dropout)
 
 
 def initial_params(model: BiEncoder, base: EncoderFiles, mesh: Mesh, seed: int, temperature: float):

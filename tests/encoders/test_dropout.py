@@ -6,7 +6,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stylebench_jax.encoders.dropout import DRAW_RANGE, Dropout, keep_mask, keep_threshold
+from stylebench_jax.encoders.dropout import (
+    DRAW_RANGE,
+    AttentionDropout,
+    Dropout,
+    attention_draws,
+    attention_keep,
+    attention_threshold,
+    keep_mask,
+    keep_threshold,
+)
 
 
 def test_keep_rate_and_halves_independent():
@@ -44,3 +53,46 @@ def test_dropout_unbiased_and_identity_when_off():
     np.testing.assert_array_equal(Dropout(0.0).apply({}, x, False), x)
     with pytest.raises(ValueError, match="dropout rate"):
         keep_threshold(1.0)
+
+
+def _fmix32(x: int) -> int:
+    x ^= x >> 16
+    x = (x * 0x85EBCA6B) & 0xFFFFFFFF
+    x ^= x >> 13
+    x = (x * 0xC2B2AE35) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def test_attention_draws_follow_the_kernel_formula():
+    """The jnp draws equal the formula of cpu_attention.cc's header computed with Python integers
+    (the C++ kernels compute the same function: tests/kernels compare the two paths)."""
+    seed = np.array([0xDEADBEEF, 12345], np.uint32)
+    units = np.array([[0, 1, 2], [3, 4, 5000]], np.uint32)
+    draws = np.asarray(attention_draws(jnp.asarray(seed), jnp.asarray(units), 9))
+    for (b, h), u in np.ndenumerate(units):
+        unit_key = _fmix32(int(seed[0]) ^ _fmix32((int(seed[1]) + int(u) * 0x9E3779B9) & 0xFFFFFFFF))
+        for i in (0, 4, 8):
+            row = _fmix32((unit_key + i * 0x9E3779B9) & 0xFFFFFFFF)
+            for j in (0, 5, 8):
+                column = (j * 0x85EBCA77 + 0x27D4EB2F) & 0xFFFFFFFF
+                assert draws[b, h, i, j] == _fmix32(row ^ column), (b, h, i, j)
+
+
+def test_attention_keep_rate_and_independence():
+    """Keep rate 1 - round(rate 2^32) / 2^32 within 5 standard errors over 4 x 8 x 128 x 128 draws;
+    rows, columns and units uncorrelated (equal-position agreement of two rows, of two units and of
+    two seeds at the independent rate p^2 + (1-p)^2); rate 0 keeps everything; rate 1 refused."""
+    drop = AttentionDropout.draw(jax.random.key(1), 0.1)
+    assert drop.threshold == round(0.1 * 2**32) and abs(drop.scale - 1 / 0.9) < 1e-6
+    units = jnp.arange(32, dtype=jnp.uint32).reshape(4, 8)
+    keep = np.asarray(attention_keep(drop, units, 128))
+    n = keep.size
+    assert abs(keep.mean() - (1 - drop.threshold / 2**32)) < 5 * np.sqrt(0.09 / n)
+    same = 0.9**2 + 0.1**2
+    reseeded = np.asarray(attention_keep(AttentionDropout.draw(jax.random.key(2), 0.1), units, 128))
+    for a, b in ((keep[:, :, :-1], keep[:, :, 1:]), (keep[..., :-1], keep[..., 1:]),
+                 (keep[:, :-1], keep[:, 1:]), (keep, reseeded)):
+        assert abs((a == b).mean() - same) < 5 * np.sqrt(same * (1 - same) / a.size)
+    assert np.asarray(attention_keep(AttentionDropout(drop.seed, attention_threshold(0.0)), units, 16)).all()
+    with pytest.raises(ValueError, match="expected 0 <= rate < 1"):
+        attention_threshold(1.0)

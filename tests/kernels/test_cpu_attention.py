@@ -14,6 +14,7 @@ import pytest
 
 from stylebench_jax.encoders import neural
 from stylebench_jax.encoders.bert import softmax_attention
+from stylebench_jax.encoders.dropout import AttentionDropout, attention_keep
 from stylebench_jax.encoders.neural import FlaxEncoderEmbedder
 from stylebench_jax.errors import InvalidOption
 from stylebench_jax.kernels import cpu_attention
@@ -161,6 +162,66 @@ def test_gradients_match_float64(shape):
     assert not np.asarray(ours[3])[:, 0, 0][padded].any()
     for grad in ours[1:3]:
         assert not np.asarray(grad).transpose(0, 2, 1, 3)[padded].any()
+
+
+def _reference_dropout_gradients(q, k, v, bias, keep, scale, weights):
+    """Float64 gradients of ``sum(weights * attention)`` with the probabilities ``p`` replaced by
+    ``p * keep * scale`` (``keep`` boolean ``[B, H, L, L]``), by hand: the formulas a kernel that
+    ignored the mask in its backward would get wrong."""
+    q, k, v, bias, w = (x.astype(np.float64) for x in (q, k, v, bias, weights))
+    d = q.shape[-1] ** -0.5
+    s = np.einsum("bnqd,bnkd->bnqk", q, k) * d + bias
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    z = keep * scale
+    out = np.einsum("bnqk,bnkd->bnqd", p * z, v)
+    dp = np.einsum("bnqd,bnkd->bnqk", w, v) * z
+    ds = p * (dp - (w * out).sum(-1, keepdims=True))
+    return (out, np.einsum("bnqk,bnkd->bnqd", ds, k) * d, np.einsum("bnqk,bnqd->bnkd", ds, q) * d,
+            np.einsum("bnqk,bnqd->bnkd", p * z, w), ds.sum((1, 2))[:, None, None, :])
+
+
+@needs_kernel
+@pytest.mark.parametrize("shape", [(3, 2, 37, 32), (2, 12, 128, 32), (3, 2, 11, 16), (2, 1, 7, 16)])
+def test_attention_dropout_matches_xla_and_float64(shape):
+    """Attention-probability dropout (rate 0.3): the kernels drop what XLA's attention drops (the
+    same counter-based draws, ``encoders.dropout.attention_keep``, regenerated key-major in the
+    backward): output and gradients of q, k, v and the bias as close to a float64 computation with
+    the same mask as XLA's float32 ones (lengths with 1-7 columns past the last 8-wide block); about
+    30% dropped, and another seed drops other probabilities."""
+    q, k, v, bias, mask = _inputs(*shape, seed=21)
+    rng = np.random.default_rng(22)
+    bias = bias + rng.standard_normal(bias.shape).astype(np.float32)
+    weights = rng.standard_normal(q.shape).astype(np.float32)
+    drop = AttentionDropout.draw(jax.random.key(23), 0.3)
+    units = jnp.arange(shape[0] * shape[1], dtype=jnp.uint32).reshape(shape[:2])
+    keep = np.asarray(attention_keep(drop, units, shape[2]))
+    visible = np.broadcast_to(mask[:, None, None, :], keep.shape)
+    assert abs(1 - keep[visible].mean() - 0.3) < 5 * np.sqrt(0.21 / visible.sum())
+    other = np.asarray(attention_keep(AttentionDropout.draw(jax.random.key(24), 0.3), units, shape[2]))
+    assert 0.3 < (keep != other).mean() < 0.5  # independent masks differ in 2 * 0.3 * 0.7 = 42%
+    exact = _reference_dropout_gradients(q, k, v, bias, keep, drop.scale, weights)
+    fused = functools.partial(cpu_attention.fused_attention, dropout=drop)
+    xla = functools.partial(softmax_attention, dropout=drop)
+    outputs = [np.asarray(jax.jit(fn)(q, k, v, bias)) for fn in (fused, xla)]
+    grad = functools.partial(jax.grad, argnums=(0, 1, 2, 3))
+    grads = [jax.jit(grad(_weighted_sum(fn, weights)))(q, k, v, bias) for fn in (fused, xla)]
+    for name, ours, theirs, reference in zip(("out", "q", "k", "v", "bias"), [outputs[0], *grads[0]],
+                                             [outputs[1], *grads[1]], exact):
+        ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
+        error, xla_error = np.abs(ours - reference).max(), np.abs(theirs - reference).max()
+        assert error <= 2.5 * xla_error + 2e-6 * np.abs(reference).max(), (name, error, xla_error)
+    without = np.asarray(cpu_attention.fused_attention(q, k, v, bias))
+    assert np.abs(outputs[0] - without).max() > 0.1
+
+
+@needs_kernel
+def test_attention_dropout_refused_on_a_sharded_mesh():
+    """Per-shard unit indices would repeat one shard's draws on every shard: a named error."""
+    q, k, v, bias, _ = _inputs(8, 4, 24, 16, seed=5)
+    drop = AttentionDropout.draw(jax.random.key(0), 0.1)
+    with pytest.raises(ValueError, match="attention dropout runs on one device's arrays"):
+        cpu_attention.fused_attention(q, k, v, bias, make_mesh("data=4,model=2"), drop)
 
 
 @needs_kernel

@@ -110,7 +110,8 @@ def test_no_positive_pair_gives_a_defined_loss():
 
 @pytest.mark.parametrize("attention", ATTENTION)
 def test_gradient_caching_equals_plain_backprop_with_dropout(attention):
-    model = tiny_model(attention, dropout_rate=0.3, head_dropout=0.2)
+    """Hidden, attention-probability and head dropout on: the re-run chunks replay the same masks."""
+    model = tiny_model(attention, dropout_rate=0.3, head_dropout=0.2, attention_dropout=0.2)
     params = init(model)
     batch = make_batch(8, seed=2)
     mesh = make_mesh("data=2", jax.devices()[:2])
@@ -130,9 +131,10 @@ def test_gradient_caching_equals_plain_backprop_with_dropout(attention):
 
 @pytest.mark.skipif(MISSING is not None, reason=f"fused CPU attention cannot run: {MISSING}")
 def test_fused_attention_step_gradients_equal_xla_attention():
-    """The same parameters, batch and dropout keys: the step's loss and gradients with the C++
-    attention kernels equal those with XLA's attention within float32 rounding."""
-    fused = tiny_model("fused", dropout_rate=0.1, head_dropout=0.1)
+    """The same parameters, batch and dropout keys (attention-probability dropout too): the step's
+    loss and gradients with the C++ attention kernels equal those with XLA's attention within float32
+    rounding; without attention dropout the loss differs (it was on)."""
+    fused = tiny_model("fused", dropout_rate=0.1, head_dropout=0.1, attention_dropout=0.2)
     xla = fused.clone(fused_attention=None)
     params = init(fused)
     batch = make_batch(8, seed=4)
@@ -143,6 +145,8 @@ def test_fused_attention_step_gradients_equal_xla_attention():
     for a, b in zip(jax.tree_util.tree_leaves(g0), jax.tree_util.tree_leaves(g1)):
         np.testing.assert_allclose(b, a, atol=1e-6, rtol=1e-4)
     assert any(np.abs(a).max() > 1e-3 for a in jax.tree_util.tree_leaves(g0))
+    l2, _ = _grads(fused.clone(attention_dropout=0.0), params, batch, spec, mesh, False)
+    assert abs(l2 - l1) > 1e-4
 
 
 def _grads(model, params, batch, spec, mesh, cached):

@@ -183,6 +183,7 @@ def test_sigterm_saves_and_the_next_run_resumes(setup, tmp_path, cache_dir):
     ("data.pairs=/no/such/dir", "data.pairs: /no/such/dir: directory not found"),
     ("trainer.batchsize=4", "trainer.batchsize: unknown key"),
     ("model.attention=off", "model.attention: expected one of auto, fused, xla"),
+    ("model.attention_dropout=1.0", "model.attention_dropout: expected a rate below 1, found 1.0"),
 ])
 def test_bad_config_is_one_line_exit_2(setup, tmp_path, capsys, override, fragment):
     root, config = setup
@@ -236,3 +237,19 @@ def test_training_attention_decides_and_refuses_by_key():
         training_attention(config("fused"), base, split)
     with pytest.raises(UserInputError, match=r"^model.attention: fused, but .*bfloat16"):
         training_attention(config("fused", "bfloat16"), base, one)
+
+
+def test_run_identity_ignores_execution_keys_and_fills_keys_added_later():
+    """Resume compares configs without ``model.attention`` (how a step runs), and a run directory
+    written before ``model.attention_dropout`` existed trained without it: it resumes with 0.0 only."""
+    from stylebench_jax.config import config_to_dict
+    from stylebench_jax.training.config import ModelConfig
+    from stylebench_jax.training.trainer import _run_identity
+
+    current = {"seed": 0, "model": config_to_dict(ModelConfig())}
+    assert current["model"]["attention_dropout"] == 0.1
+    older = {**current, "model": {k: v for k, v in current["model"].items()
+                                  if k not in ("attention", "attention_dropout")}}
+    assert _run_identity(older) != _run_identity(current)
+    without = {**current, "model": {**current["model"], "attention_dropout": 0.0, "attention": "xla"}}
+    assert _run_identity(older) == _run_identity(without)
