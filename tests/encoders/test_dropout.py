@@ -1,5 +1,5 @@
-"""The encoders' dropout: keep rate, independence of the two 16-bit halves, unbiasedness, identity
-when off, reproducibility per key."""
+"""The encoders' dropout: keep rate, no correlation between neighbouring elements, rows and seeds,
+unbiasedness, identity when off, reproducibility per key, the draw formulas (hidden and attention)."""
 
 import jax
 import jax.numpy as jnp
@@ -7,30 +7,32 @@ import numpy as np
 import pytest
 
 from stylebench_jax.encoders.dropout import (
-    DRAW_RANGE,
     AttentionDropout,
     Dropout,
     attention_draws,
     attention_keep,
-    attention_threshold,
+    element_draws,
     keep_mask,
+    keep_probability,
     keep_threshold,
 )
 
 
-def test_keep_rate_and_halves_independent():
+def test_keep_rate_and_no_correlation():
+    """Keep rate within 5 standard errors over 10^6 draws; neighbouring elements, rows and two keys
+    agree at the independent rate p^2 + (1-p)^2 (no correlation)."""
     rate = 0.1
     mask = np.asarray(keep_mask(jax.random.key(3), (500, 2048), rate))
-    expected = 1 - keep_threshold(rate) / DRAW_RANGE
-    assert keep_threshold(rate) == 6554
-    sigma = np.sqrt(expected * (1 - expected) / mask.size)
-    assert abs(mask.mean() - expected) < 5 * sigma
-    low, high = mask[:, :1024].astype(float), mask[:, 1024:].astype(float)  # the two halves of each word
-    assert abs(low.mean() - high.mean()) < 10 * sigma
-    correlation = np.corrcoef(low.ravel(), high.ravel())[0, 1]
-    assert abs(correlation) < 5 / np.sqrt(low.size)
-    rows = np.corrcoef(mask[:-1].astype(float).ravel(), mask[1:].astype(float).ravel())[0, 1]
-    assert abs(rows) < 5 / np.sqrt(mask[1:].size)
+    expected = keep_probability(rate)
+    assert keep_threshold(rate) == 429496730 and abs(expected - 0.9) < 1e-9
+    assert abs(mask.mean() - expected) < 5 * np.sqrt(expected * (1 - expected) / mask.size)
+    same = expected**2 + (1 - expected)**2
+    other = np.asarray(keep_mask(jax.random.key(4), (500, 2048), rate))
+    for a, b in ((mask[:, :-1], mask[:, 1:]), (mask[:-1], mask[1:]), (mask, other)):
+        assert abs((a == b).mean() - same) < 5 * np.sqrt(same * (1 - same) / a.size)
+    for a, b in ((mask[:, :-1], mask[:, 1:]), (mask[:-1], mask[1:])):
+        correlation = np.corrcoef(a.astype(float).ravel(), b.astype(float).ravel())[0, 1]
+        assert abs(correlation) < 5 / np.sqrt(a.size)
 
 
 def test_same_key_same_mask_other_key_other_mask_odd_width():
@@ -47,7 +49,7 @@ def test_dropout_unbiased_and_identity_when_off():
     layer = Dropout(0.1)
     y = layer.apply({}, x, False, rngs={"dropout": jax.random.key(5)})
     kept = np.asarray(y) != 0
-    np.testing.assert_allclose(np.asarray(y)[kept], DRAW_RANGE / (DRAW_RANGE - 6554), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(y)[kept], 1 / keep_probability(0.1), rtol=1e-6)
     assert abs(float(y.mean()) - 1.0) < 5 * np.sqrt(0.1 / 0.9 / x.size)
     np.testing.assert_array_equal(layer.apply({}, x, True), x)
     np.testing.assert_array_equal(Dropout(0.0).apply({}, x, False), x)
@@ -61,6 +63,15 @@ def _fmix32(x: int) -> int:
     x ^= x >> 13
     x = (x * 0xC2B2AE35) & 0xFFFFFFFF
     return x ^ (x >> 16)
+
+
+def test_element_draws_follow_the_formula():
+    """The hidden dropout's draws equal the module docstring's formula in Python integers."""
+    seed = np.array([0x12345678, 0x9ABCDEF0], np.uint32)
+    draws = np.asarray(element_draws(jnp.asarray(seed), (3, 5)))
+    for n in range(15):
+        inner = _fmix32((n * 0x9E3779B9 + int(seed[1])) & 0xFFFFFFFF)
+        assert draws.ravel()[n] == _fmix32(inner ^ int(seed[0])), n
 
 
 def test_attention_draws_follow_the_kernel_formula():
@@ -81,7 +92,7 @@ def test_attention_draws_follow_the_kernel_formula():
 def test_attention_keep_rate_and_independence():
     """Keep rate 1 - round(rate 2^32) / 2^32 within 5 standard errors over 4 x 8 x 128 x 128 draws;
     rows, columns and units uncorrelated (equal-position agreement of two rows, of two units and of
-    two seeds at the independent rate p^2 + (1-p)^2); rate 0 keeps everything; rate 1 refused."""
+    two seeds at the independent rate p^2 + (1-p)^2); rate 0 keeps everything."""
     drop = AttentionDropout.draw(jax.random.key(1), 0.1)
     assert drop.threshold == round(0.1 * 2**32) and abs(drop.scale - 1 / 0.9) < 1e-6
     units = jnp.arange(32, dtype=jnp.uint32).reshape(4, 8)
@@ -93,6 +104,4 @@ def test_attention_keep_rate_and_independence():
     for a, b in ((keep[:, :, :-1], keep[:, :, 1:]), (keep[..., :-1], keep[..., 1:]),
                  (keep[:, :-1], keep[:, 1:]), (keep, reseeded)):
         assert abs((a == b).mean() - same) < 5 * np.sqrt(same * (1 - same) / a.size)
-    assert np.asarray(attention_keep(AttentionDropout(drop.seed, attention_threshold(0.0)), units, 16)).all()
-    with pytest.raises(ValueError, match="expected 0 <= rate < 1"):
-        attention_threshold(1.0)
+    assert np.asarray(attention_keep(AttentionDropout(drop.seed, keep_threshold(0.0)), units, 16)).all()
