@@ -309,7 +309,7 @@ def main() -> int:
                              "applies at start-up (stylebench_jax.runtime.tune_malloc)")
     parser.add_argument("--xla-attention-row", action="store_true",
                         help="also time our plain step with XLA's attention instead of the C++ CPU kernels "
-                             "(in the same interleaved rounds)")
+                             "(in the same interleaved rounds, at the first --attention-dropout value)")
     parser.add_argument("--attention-dropout", default="0.1,0",
                         help="attention-probability dropout values, comma-separated: each times ours and the "
                              "peer at that value (default 0.1,0; the first is the 8-device and capacity one)")
@@ -320,8 +320,8 @@ def main() -> int:
         rates = [float(x) for x in args.attention_dropout.split(",")]
     except ValueError:
         rates = []
-    if not rates or not all(0.0 <= rate < 1.0 for rate in rates):
-        parser.error(f"--attention-dropout: expected comma-separated rates in [0, 1), found "
+    if not rates or not all(0.0 <= rate < 1.0 for rate in rates) or len(set(rates)) < len(rates):
+        parser.error(f"--attention-dropout: expected distinct comma-separated rates in [0, 1), found "
                      f"{args.attention_dropout!r}")
     from stylebench_jax.runtime import tune_malloc
 

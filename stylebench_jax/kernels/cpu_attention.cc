@@ -13,7 +13,7 @@
 // are all masked at -1e9); the backward handler takes q, k, v, bias, out, stats and d_out and returns
 // d_q, d_k, d_v and the bias's gradient per (sequence, head) d_bias[b, h, j] (summed over heads by
 // the caller). It recomputes p = exp((scale q k^T + bias - m) - log sum) key-major, 6 key rows at a
-// time, so d_v = p^T d_out
+// time, so d_v = (p z)^T d_out (z: the dropout below; 1 without)
 // and d_k = scale ds^T q come out row by row; ds = p * (d_out v^T - rowsum(d_out * out)) is kept
 // for the unit ([L, L] floats) and d_q = scale ds k is read from it column-wise (no transpose).
 //
@@ -305,7 +305,7 @@ void attend_backward(const float* q, const float* k, const float* v, const float
       dbias[j0 + r] = hsum(acc);
     }
     for (int c0 = 0; c0 < D; c0 += 16) {
-      block_rows(R, L, pt, Lp, dout + c0, D, dv + j0 * D + c0, D);             // p^T d_out
+      block_rows(R, L, pt, Lp, dout + c0, D, dv + j0 * D + c0, D);             // (p z)^T d_out
       block_rows(R, L, dst + j0 * Lp, Lp, qs + c0, D, dk + j0 * D + c0, D);    // ds^T (q scale)
     }
   }

@@ -64,7 +64,7 @@ class ModelConfig:
     dropout: float = dataclasses.field(default=0.1, metadata=_unit)  # the encoder's hidden dropouts
     # BERT's attention_probs_dropout_prob: dropout of the encoder's attention probabilities, 0.1 as
     # Hugging Face / sentence-transformers fine-tuning of BERT-family checkpoints applies it (run
-    # directories written before this key trained without it and resume with 0.0)
+    # directories written before this key trained without it: they resume only with 0.0)
     attention_dropout: float = dataclasses.field(default=0.1, metadata=_unit)
     head_dropout: float = dataclasses.field(default=0.1, metadata=_unit)
     remat: bool = False  # rematerialise encoder layers (memory for compute)

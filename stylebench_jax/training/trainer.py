@@ -77,7 +77,10 @@ TIMING_FIELDS = ("examples_per_s",)
 # Config keys that change how a step runs, not what it computes (beyond float32 rounding): a run
 # resumes with another value, or from a config.json written before the key existed.
 EXECUTION_ONLY = (("model", "attention"),)
-# keys added after run directories were written, with the value those runs trained with
+# keys added after run directories were written, with the value those runs trained with (a run that
+# lacks one resumes only with that value). Resuming across the 2026-11-27 change of the dropout masks
+# (encoders.dropout: hashes instead of XLA's bit generator) continues the run with other masks: it
+# does not reproduce the uninterrupted run's metrics.jsonl.
 ADDED_LATER = {("model", "attention_dropout"): 0.0}
 
 
@@ -92,6 +95,26 @@ def _run_identity(resolved: dict) -> dict:
         if isinstance(out.get(section), dict):
             out[section].setdefault(key, value)
     return out
+
+
+def _config_mismatch(run_dir: Path, previous: dict, resolved: dict) -> str:
+    """The one-line refusal to resume ``run_dir`` (its ``config.json`` is ``previous``) with ``resolved``:
+    the differing keys (``section.key``), and for an ``ADDED_LATER`` key the value to pass."""
+    before, now = _run_identity(previous), _run_identity(resolved)
+    changed, hints = [], []
+    for section in sorted(set(before) | set(now)):
+        a, b = before.get(section), now.get(section)
+        if isinstance(a, dict) and isinstance(b, dict):
+            keys = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+            changed += [f"{section}.{k}" for k in keys]
+            hints += [f"runs written before {section}.{k} existed trained with {ADDED_LATER[(section, k)]}: "
+                      f"pass {section}.{k}={ADDED_LATER[(section, k)]} to resume"
+                      for k in keys if (section, k) in ADDED_LATER and k not in previous.get(section, {})]
+        elif a != b:
+            changed.append(section)
+    hint = "".join(f"; {h}" for h in hints)
+    return (f"{run_dir}: holds a run with another config (differs in {', '.join(changed)}){hint}; resume it "
+            "with the same config or use a new run directory")
 
 
 @dataclasses.dataclass
@@ -207,11 +230,7 @@ class Trainer:
         path = self.run_dir / "config.json"
         previous = read_json_file(path)
         if previous is not None and _run_identity(previous) != _run_identity(resolved):
-            previous, current = _run_identity(previous), _run_identity(resolved)
-            changed = sorted(k for k in set(previous) | set(current) if previous.get(k) != current.get(k))
-            raise UserInputError(f"{self.run_dir}: holds a run with another config (differs in "
-                                 f"{', '.join(changed)}); resume it with the same config or use a new run "
-                                 "directory")
+            raise UserInputError(_config_mismatch(self.run_dir, previous, resolved))
         write_text_atomic(path, json.dumps(resolved, indent=1, sort_keys=True) + "\n")
         stats = {"mean": self.data.feature_mean.tolist(), "std": self.data.feature_std.tolist()}
         write_text_atomic(self.run_dir / "style_features.json", json.dumps(stats, indent=1) + "\n")

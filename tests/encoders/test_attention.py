@@ -11,6 +11,7 @@ import pytest
 
 from stylebench_jax.encoders import neural
 from stylebench_jax.encoders.bert import grouped_attention, softmax_attention
+from stylebench_jax.encoders.dropout import AttentionDropout
 from stylebench_jax.encoders.neural import FlaxEncoderEmbedder, attention_groups, micro_batch_rows
 from stylebench_jax.parallel import make_mesh
 from tests.helpers.tiny_models import write_tiny_model
@@ -51,6 +52,12 @@ def test_grouped_attention_equals_whole_batch(groups):
     perm = np.random.default_rng(1).permutation(len(q))
     permuted = np.asarray(grouped_attention(q[perm], k[perm], v[perm], bias[perm], groups))
     np.testing.assert_allclose(permuted, whole[perm], atol=1e-6, rtol=0)
+    # attention dropout: each mapped step keeps its rows' unit indices (the whole batch's masks)
+    drop = AttentionDropout.draw(jax.random.key(3), 0.4)
+    whole = np.asarray(grouped_attention(q, k, v, bias, 0, drop))
+    grouped = np.asarray(jax.jit(lambda *a: grouped_attention(*a, groups, drop))(q, k, v, bias))
+    np.testing.assert_allclose(grouped, whole, atol=1e-6, rtol=0)
+    assert np.abs(whole - np.asarray(grouped_attention(q, k, v, bias, 0))).max() > 0.1
 
 
 def test_attention_groups_follow_the_mesh():

@@ -182,24 +182,26 @@ def _reference_dropout_gradients(q, k, v, bias, keep, scale, weights):
 
 
 @needs_kernel
-@pytest.mark.parametrize("shape", [(3, 2, 37, 32), (2, 12, 128, 32), (3, 2, 11, 16), (2, 1, 7, 16)])
-def test_attention_dropout_matches_xla_and_float64(shape):
+@pytest.mark.parametrize("shape, rate", [((3, 2, 37, 32), 0.3), ((2, 12, 128, 32), 0.3),
+                                         ((3, 2, 11, 16), 0.3), ((2, 1, 7, 16), 0.3), ((2, 3, 21, 16), 0.7)])
+def test_attention_dropout_matches_xla_and_float64(shape, rate):
     """Attention-probability dropout (rate 0.3): the kernels drop what XLA's attention drops (the
     same counter-based draws, ``encoders.dropout.attention_keep``, regenerated key-major in the
     backward): output and gradients of q, k, v and the bias as close to a float64 computation with
-    the same mask as XLA's float32 ones (lengths with 1-7 columns past the last 8-wide block); about
-    30% dropped, and another seed drops other probabilities."""
+    the same mask as XLA's float32 ones (lengths with 1-7 columns past the last 8-wide block; a
+    threshold above 2^31 too, the kernel's signed-compare offset); the rate dropped, and another seed
+    drops other probabilities."""
     q, k, v, bias, mask = _inputs(*shape, seed=21)
     rng = np.random.default_rng(22)
     bias = bias + rng.standard_normal(bias.shape).astype(np.float32)
     weights = rng.standard_normal(q.shape).astype(np.float32)
-    drop = AttentionDropout.draw(jax.random.key(23), 0.3)
+    drop = AttentionDropout.draw(jax.random.key(23), rate)
     units = jnp.arange(shape[0] * shape[1], dtype=jnp.uint32).reshape(shape[:2])
     keep = np.asarray(attention_keep(drop, units, shape[2]))
     visible = np.broadcast_to(mask[:, None, None, :], keep.shape)
-    assert abs(1 - keep[visible].mean() - 0.3) < 5 * np.sqrt(0.21 / visible.sum())
-    other = np.asarray(attention_keep(AttentionDropout.draw(jax.random.key(24), 0.3), units, shape[2]))
-    assert 0.3 < (keep != other).mean() < 0.5  # independent masks differ in 2 * 0.3 * 0.7 = 42%
+    assert abs(1 - keep[visible].mean() - rate) < 5 * np.sqrt(rate * (1 - rate) / visible.sum())
+    other = np.asarray(attention_keep(AttentionDropout.draw(jax.random.key(24), rate), units, shape[2]))
+    assert 0.3 < (keep != other).mean() < 0.5  # independent masks differ in 2 r (1 - r) = 42%
     exact = _reference_dropout_gradients(q, k, v, bias, keep, drop.scale, weights)
     fused = functools.partial(cpu_attention.fused_attention, dropout=drop)
     xla = functools.partial(softmax_attention, dropout=drop)

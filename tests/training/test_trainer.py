@@ -184,6 +184,8 @@ def test_sigterm_saves_and_the_next_run_resumes(setup, tmp_path, cache_dir):
     ("trainer.batchsize=4", "trainer.batchsize: unknown key"),
     ("model.attention=off", "model.attention: expected one of auto, fused, xla"),
     ("model.attention_dropout=1.0", "model.attention_dropout: expected a rate below 1, found 1.0"),
+    ("model.dropout=1", "model.dropout: expected a rate below 1"),
+    ("model.head_dropout=1.0", "model.head_dropout: expected a rate below 1"),
 ])
 def test_bad_config_is_one_line_exit_2(setup, tmp_path, capsys, override, fragment):
     root, config = setup
@@ -244,7 +246,7 @@ def test_run_identity_ignores_execution_keys_and_fills_keys_added_later():
     written before ``model.attention_dropout`` existed trained without it: it resumes with 0.0 only."""
     from stylebench_jax.config import config_to_dict
     from stylebench_jax.training.config import ModelConfig
-    from stylebench_jax.training.trainer import _run_identity
+    from stylebench_jax.training.trainer import _config_mismatch, _run_identity
 
     current = {"seed": 0, "model": config_to_dict(ModelConfig())}
     assert current["model"]["attention_dropout"] == 0.1
@@ -253,3 +255,8 @@ def test_run_identity_ignores_execution_keys_and_fills_keys_added_later():
     assert _run_identity(older) != _run_identity(current)
     without = {**current, "model": {**current["model"], "attention_dropout": 0.0, "attention": "xla"}}
     assert _run_identity(older) == _run_identity(without)
+    message = _config_mismatch(Path("run"), older, current)
+    assert "differs in model.attention_dropout)" in message
+    assert "pass model.attention_dropout=0.0 to resume" in message
+    message = _config_mismatch(Path("run"), without, {**current, "seed": 1})
+    assert "differs in model.attention_dropout, seed)" in message and "pass" not in message
