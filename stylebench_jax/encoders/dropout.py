@@ -66,14 +66,19 @@ def _fmix32(x: jax.Array) -> jax.Array:
     return x ^ (x >> 16)
 
 
+def _keyed(seed: jax.Array, counters: jax.Array) -> jax.Array:
+    """``fmix32(seed[0] ^ fmix32(seed[1] + counter * GOLDEN))`` of uint32 ``counters``: the hidden
+    dropout's draws, and the attention draws' unit keys (kernels/cpu_attention.cc's ``unit_key``)."""
+    seed = seed.astype(jnp.uint32)
+    return _fmix32(seed[0] ^ _fmix32(seed[1] + counters.astype(jnp.uint32) * jnp.uint32(GOLDEN)))
+
+
 def element_draws(seed: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     """uint32 ``shape``: ``draw(n)`` of the module docstring for each element's flat index ``n``."""
     size = math.prod(shape)
     if size > MAX_ELEMENTS:
         raise ValueError(f"dropout: an array of {size} elements exceeds the 2^32 counters of one draw")
-    seed = seed.astype(jnp.uint32)
-    index = jnp.arange(size, dtype=jnp.uint32).reshape(shape)
-    return _fmix32(_fmix32(index * jnp.uint32(GOLDEN) + seed[1]) ^ seed[0])
+    return _keyed(seed, jnp.arange(size, dtype=jnp.uint32).reshape(shape))
 
 
 def keep_mask(key: jax.Array, shape: tuple[int, ...], rate: float) -> jax.Array:
@@ -126,8 +131,7 @@ class AttentionDropout:
 def attention_draws(seed: jax.Array, units: jax.Array, length: int) -> jax.Array:
     """uint32 ``[*units.shape, length, length]``: the draw of element ``(i, j)`` of each attention unit
     (``units``: uint32 unit indices ``b * heads + h``, e.g. ``[B, heads]``)."""
-    seed = seed.astype(jnp.uint32)
-    unit_key = _fmix32(seed[0] ^ _fmix32(seed[1] + units.astype(jnp.uint32) * jnp.uint32(GOLDEN)))
+    unit_key = _keyed(seed, units)
     positions = jnp.arange(length, dtype=jnp.uint32)
     rows = _fmix32(unit_key[..., None] + positions * jnp.uint32(GOLDEN))  # [..., L]
     columns = positions * jnp.uint32(COLUMN) + jnp.uint32(COLUMN_OFFSET)
