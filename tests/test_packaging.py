@@ -17,8 +17,9 @@ for name in available_suites():
     assert load_suite(name).datasets, name
 from stylebench_jax.data.pairs.topics import load_lexicon
 assert load_lexicon().topics == ("religious", "historical", "adventure", "romance", "general")
-from stylebench_jax.kernels.cpu_attention import SOURCE
-assert SOURCE.is_file() and "XLA_FFI_DEFINE_HANDLER_SYMBOL" in SOURCE.read_text(), SOURCE
+from stylebench_jax.kernels.native import HEADERS, SOURCES
+assert all(p.is_file() and "XLA_FFI_DEFINE_HANDLER_SYMBOL" in p.read_text() for p in SOURCES), SOURCES
+assert all(p.is_file() for p in HEADERS), HEADERS
 print("ok", len(FunctionWordEmbedder().entries))
 """
 

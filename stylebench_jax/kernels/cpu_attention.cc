@@ -4,7 +4,7 @@
 // (row-major) and a key bias [B, 1, 1, L] (0 or -1e9: padding). One (sequence, head) at a time: the
 // [L, L] scores never leave the cache (6 rows of them live at once), which is what XLA:CPU's batched
 // products over [B, H, L, L] scores cannot do. (sequence, head) units are shared out to XLA's
-// intra-op thread pool through an atomic counter; every unit is computed by one thread in a fixed
+// intra-op thread pool (native_pool.h); every unit is computed by one thread in a fixed
 // order, so the output does not depend on the scheduling.
 //
 // Training: the forward variant also returns each query row's maximum and log-sum-exp past it,
@@ -27,7 +27,7 @@
 // encoders/dropout.py (attention_keep) is the same function in jnp (XLA's attention and the tests).
 // The backward: d_v = (p z)^T d_out, ds = p * (z (d_out v^T) - rowsum(d_out * out)) (out includes z).
 //
-// Requires AVX2 and FMA (checked by stylebench_cpu_attention_supported) and D % 16 == 0 (checked here).
+// Requires AVX2 and FMA (checked by stylebench_native_supported below) and D % 16 == 0 (checked here).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -39,9 +39,11 @@
 #include <thread>
 #include <vector>
 
+#include "native_pool.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
+using stylebench::run_units;
 
 namespace {
 
@@ -317,36 +319,6 @@ void attend_backward(const float* q, const float* k, const float* v, const float
   }
 }
 
-// (sequence, head) units shared out over XLA's intra-op pool through an atomic counter: every unit is
-// computed by one thread in a fixed order, so the results do not depend on the scheduling. Threads
-// that start after the last claim return at once: the caller never waits for a task that has not
-// started (no deadlock on a busy pool). Scratch is allocated once a unit is claimed.
-struct Job {
-  std::function<void(int64_t, float*)> unit;
-  int64_t units, scratch;
-  std::atomic<int64_t> next{0}, done{0};
-};
-
-void work(Job* job) {
-  std::vector<float> scratch;
-  for (int64_t u; (u = job->next.fetch_add(1, std::memory_order_relaxed)) < job->units;) {
-    if (scratch.empty()) scratch.resize(job->scratch);
-    job->unit(u, scratch.data());
-    job->done.fetch_add(1, std::memory_order_release);
-  }
-}
-
-void run_units(ffi::ThreadPool& pool, int64_t units, int64_t scratch, std::function<void(int64_t, float*)> unit) {
-  auto job = std::make_shared<Job>();
-  job->unit = std::move(unit);
-  job->units = units;
-  job->scratch = scratch;
-  const int64_t helpers = std::min<int64_t>(pool.num_threads(), units) - 1;
-  for (int64_t t = 0; t < helpers; ++t) pool.Schedule([job] { work(job.get()); });
-  work(job.get());
-  while (job->done.load(std::memory_order_acquire) < units) std::this_thread::yield();
-}
-
 struct Dims {
   int64_t B, H, L, D;
 };
@@ -390,7 +362,7 @@ ffi::Error forward(ffi::ThreadPool& pool, float scale, const ffi::Buffer<ffi::F3
   Dims n;
   if (auto error = check(q, {&k, &v}, bias, &n); error.failure()) return error;
   const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
-  run_units(pool, n.B * n.H, forward_scratch(n), [=](int64_t u, float* scratch) {
+  run_units(pool, n.B * n.H, forward_scratch(n), [=](int64_t u, int, float* scratch) {
     const int64_t at = u * n.L * n.D;
     auto unit = drop.threshold ? attend<true> : attend<false>;
     unit(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp ? sp + u * 2 * n.L : nullptr,
@@ -428,7 +400,7 @@ ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi:
   float *dqp = dq->typed_data(), *dkp = dk->typed_data(), *dvp = dv->typed_data(), *dbp = dbias->typed_data();
   const int64_t Lp = (n.L + 15) / 16 * 16;
   const int64_t scratch = n.L * n.D + 2 * n.D * Lp + 4 * Lp + 2 * kRows * Lp + n.L * Lp;
-  run_units(pool, n.B * n.H, scratch, [=](int64_t u, float* s) {
+  run_units(pool, n.B * n.H, scratch, [=](int64_t u, int, float* s) {
     const int64_t at = u * n.L * n.D;
     auto unit = drop.threshold ? attend_backward<true> : attend_backward<false>;
     unit(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp + u * 2 * n.L, gp + at, dqp + at, dkp + at,
@@ -440,7 +412,7 @@ ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi:
 
 }  // namespace
 
-extern "C" int stylebench_cpu_attention_supported() {
+extern "C" int stylebench_native_supported() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }

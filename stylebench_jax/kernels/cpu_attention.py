@@ -14,14 +14,8 @@ maximum, normalised after the ``p v`` product), summed in another order and with
 one (tests/kernels/test_cpu_attention.py); MiniLM's vectors within 3e-7 of XLA's. A NaN or
 infinite score makes its row's output NaN, as in XLA.
 
-The kernel is compiled on first use with the system's C++ compiler (``$CXX``, else ``c++``/``g++``)
-against the installed jaxlib's XLA FFI headers, into ``stylebench_jax/kernels/_build/`` when the
-package directory is writable (``scripts/setup_env.sh`` builds it there; in a site-packages install
-``pip uninstall`` leaves that folder behind), else ``<cache root>/native`` (``$STYLEBENCH_CACHE`` or
-``~/.cache/stylebench``); the file name carries a digest of the source, the flags and the jaxlib
-version, so a changed kernel is rebuilt, and the library is written to a temporary name and renamed
-(concurrent builders never load half a file). Older versions are removed from ``_build`` only: the
-cache root may be shared by environments with other jaxlib versions.
+The kernel is built, loaded and registered by :mod:`stylebench_jax.kernels.native` (one library for
+every C++ kernel; ``unavailable()`` and ``missing_prerequisite()`` here are that module's).
 
 Training: ``fused_attention`` is differentiable (``jax.custom_vjp``). Its forward also keeps each query
 row's score maximum and log sum of exp; the backward kernel recomputes the probabilities from them one
@@ -46,17 +40,7 @@ build), ``None`` when it can; the embedder (``encoders.neural``) then uses XLA's
 
 from __future__ import annotations
 
-import ctypes
 import functools
-import hashlib
-import os
-import platform
-import shlex
-import shutil
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -64,126 +48,17 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from stylebench_jax.encoders.dropout import AttentionDropout
-from stylebench_jax.runtime import cpu_flags
+from stylebench_jax.kernels.native import (  # noqa: F401  (the kernel's availability is the library's)
+    ATTENTION_BACKWARD_TARGET,
+    ATTENTION_FORWARD_TARGET,
+    ATTENTION_TARGET,
+    missing_prerequisite,
+    unavailable,
+    varying_like,
+)
 
-SOURCE = Path(__file__).with_name("cpu_attention.cc")
-TARGET = "stylebench_cpu_attention_f32"  # forward only (inference)
-FORWARD_TARGET = "stylebench_cpu_attention_forward_f32"  # forward + per-row max and log sum (training)
-BACKWARD_TARGET = "stylebench_cpu_attention_backward_f32"
 LOCAL = "local"  # ``fused_attention``'s mesh argument inside a shard_map: the arrays are one device's
-CXX_FLAGS = ("-O3", "-mavx2", "-mfma", "-std=c++17", "-shared", "-fPIC")
 HEAD_DIM_MULTIPLE = 16  # the kernel's register blocks are 16 floats wide
-BUILD_TIMEOUT_S = 300
-NO_COMPILER = ("no C++ compiler found ($CXX, c++, g++, clang++); install one (Debian: apt install g++) "
-               "or use XLA's attention")
-
-
-class NativeBuildError(RuntimeError):
-    """The C++ kernel could not be compiled or loaded (the message names the step and the cause)."""
-
-
-def _compiler() -> list[str] | None:
-    """The compiler command: ``$CXX`` (split like a shell word list, e.g. ``ccache g++``), else the
-    first of ``c++``, ``g++``, ``clang++`` on the path."""
-    for command in (shlex.split(os.environ.get("CXX", "")), ["c++"], ["g++"], ["clang++"]):
-        if command and shutil.which(command[0]):
-            return command
-    return None
-
-
-def _build_dirs() -> list[Path]:
-    from stylebench_jax.cache import default_cache_dir
-
-    return [Path(__file__).with_name("_build"), default_cache_dir() / "native"]
-
-
-def library_name() -> str:
-    """``cpu_attention-<16 hex digits>.so``: digest of the source, the flags and the jaxlib version."""
-    import jaxlib
-
-    digest = hashlib.sha256(SOURCE.read_bytes())
-    digest.update(" ".join(CXX_FLAGS).encode() + jaxlib.__version__.encode())
-    return f"cpu_attention-{digest.hexdigest()[:16]}.so"
-
-
-def build(directory: str | Path | None = None) -> Path:
-    """Path of the compiled kernel, compiling it first when no build directory holds it (~7 s).
-
-    ``directory``: where to build (default: the package's ``_build`` when writable, else the cache
-    root's ``native``). Raises ``NativeBuildError`` naming the compiler's complaint."""
-    name = library_name()
-    candidates = [Path(directory)] if directory is not None else _build_dirs()
-    for folder in candidates:
-        if (folder / name).is_file():
-            return folder / name
-    compiler = _compiler()
-    if compiler is None:
-        raise NativeBuildError(NO_COMPILER)
-    errors = []
-    for folder in candidates:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
-            os.close(fd)
-        except OSError as error:
-            errors.append(f"{folder}: {error.strerror}")
-            continue
-        command = [*compiler, *CXX_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", tmp]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-            if result.returncode != 0:  # the error lines (jaxlib's headers add warnings), else the tail
-                lines = result.stderr.strip().splitlines()
-                tail = "\n".join([line for line in lines if "error" in line][:5] or lines[-5:])
-                raise NativeBuildError(f"compiling {SOURCE.name} failed ({' '.join(command)}):\n{tail}")
-            os.replace(tmp, folder / name)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise NativeBuildError(f"compiling {SOURCE.name} failed ({' '.join(command)}): "
-                                   f"{error}") from error
-        finally:
-            Path(tmp).unlink(missing_ok=True)  # gone after the rename; left only by a failure
-        if folder == candidates[0] and directory is None:  # the package's own _build
-            for stale in folder.glob("cpu_attention-*.so"):  # earlier versions of the kernel
-                if stale.name != name:
-                    stale.unlink(missing_ok=True)
-        return folder / name
-    raise NativeBuildError(f"no writable build directory for {name}: {'; '.join(errors)}")
-
-
-def missing_prerequisite() -> str | None:
-    """What this machine lacks for the kernel (x86-64 with AVX2 and FMA, a C++ compiler), or None."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return f"the kernel is x86-64 code and this machine is {platform.machine()}"
-    flags = cpu_flags()  # checked before loading: the library itself is AVX2 code (empty: unknown)
-    if flags and not {"avx2", "fma"} <= flags:
-        return "this CPU lacks AVX2 or FMA"
-    if _compiler() is None and not any((folder / library_name()).is_file() for folder in _build_dirs()):
-        return NO_COMPILER
-    return None
-
-
-@functools.cache
-def _register() -> str | None:
-    """Build, load and register the kernel once per process; the reason it cannot run, or None."""
-    missing = missing_prerequisite()
-    if missing is not None:
-        return missing
-    try:
-        library = ctypes.CDLL(str(build()))
-    except (NativeBuildError, OSError) as error:
-        return str(error)
-    if not library.stylebench_cpu_attention_supported():
-        return "this CPU lacks AVX2 or FMA"
-    for target, symbol in ((TARGET, library.StylebenchCpuAttentionF32),
-                           (FORWARD_TARGET, library.StylebenchCpuAttentionForwardF32),
-                           (BACKWARD_TARGET, library.StylebenchCpuAttentionBackwardF32)):
-        jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(symbol), platform="cpu")
-    return None
-
-
-def unavailable() -> str | None:
-    """Why the fused kernel cannot run in this process (compiled and registered on first call), or
-    ``None`` when it can."""
-    return _register()
 
 
 def supports(head_dim: int, dtype) -> bool:
@@ -195,30 +70,14 @@ def _scale(query) -> np.float32:
     return np.float32(query.shape[-1] ** -0.5)  # the float32 that softmax_attention multiplies by
 
 
-def _varying_axes(x) -> frozenset:
-    """The manual mesh axes over which ``x`` varies inside a ``shard_map`` (empty outside one)."""
-    aval = jax.typeof(x)
-    manual = getattr(aval, "manual_axis_type", None)  # jax 0.10; ``vma`` in earlier versions
-    return frozenset(manual.varying) if manual is not None else frozenset(getattr(aval, "vma", ()))
-
-
-def _varying_like(outputs, reference):
-    """Inside a ``shard_map`` with ``check_vma`` (the train step) an FFI call's results are typed as
-    the same on every device of the manual axes; they vary as ``reference`` does (the kernel ran
-    on each device's own rows), which ``custom_vjp`` checks of the gradients."""
-    axes = _varying_axes(reference)
-    return tuple(jax.lax.pcast(x, tuple(sorted(axes - _varying_axes(x))), to="varying")
-                 if axes - _varying_axes(x) else x for x in outputs)
-
-
 def _no_seed():
     return jnp.zeros((2,), jnp.uint32)
 
 
 def _forward_call(query, key, value, bias, seed, threshold: int):
     # stats [B, H, 2, L]: each query row's score maximum and log sum of exp past it (the .cc header)
-    return _varying_like(jax.ffi.ffi_call(
-        FORWARD_TARGET, (jax.ShapeDtypeStruct(query.shape, jnp.float32),
+    return varying_like(jax.ffi.ffi_call(
+        ATTENTION_FORWARD_TARGET, (jax.ShapeDtypeStruct(query.shape, jnp.float32),
                          jax.ShapeDtypeStruct((*query.shape[:2], 2, query.shape[2]), jnp.float32)))(
         query, key, value, bias, seed, scale=_scale(query), threshold=np.int64(threshold)), query)
 
@@ -229,8 +88,9 @@ def _attention(query, key, value, bias, seed, threshold: int):
     attention dropout of ``encoders.dropout.AttentionDropout``."""
     if threshold:  # the training forward (the inference handler has no dropout); stats unused
         return _forward_call(query, key, value, bias, seed, threshold)[0]
-    return _varying_like(jax.ffi.ffi_call(TARGET, (jax.ShapeDtypeStruct(query.shape, jnp.float32),))(
-        query, key, value, bias, scale=_scale(query)), query)[0]
+    out = jax.ShapeDtypeStruct(query.shape, jnp.float32)
+    call = jax.ffi.ffi_call(ATTENTION_TARGET, (out,))
+    return varying_like(call(query, key, value, bias, scale=_scale(query)), query)[0]
 
 
 def _attention_forward(query, key, value, bias, seed, threshold: int):
@@ -241,8 +101,8 @@ def _attention_forward(query, key, value, bias, seed, threshold: int):
 def _attention_backward(threshold: int, residuals, d_out):
     query, key, value, bias, seed, out, stats = residuals
     grads = jax.ShapeDtypeStruct(query.shape, jnp.float32)
-    d_query, d_key, d_value, d_bias = _varying_like(jax.ffi.ffi_call(
-        BACKWARD_TARGET, (grads, grads, grads, jax.ShapeDtypeStruct(query.shape[:3], jnp.float32)))(
+    d_query, d_key, d_value, d_bias = varying_like(jax.ffi.ffi_call(
+        ATTENTION_BACKWARD_TARGET, (grads, grads, grads, jax.ShapeDtypeStruct(query.shape[:3], jnp.float32)))(
         query, key, value, bias, seed, out, stats, d_out, scale=_scale(query), threshold=np.int64(threshold)),
         query)
     d_seed = np.zeros(seed.shape, jax.dtypes.float0)  # an integer input: no gradient
@@ -281,17 +141,3 @@ def fused_attention(query, key, value, bias, mesh: Mesh | str | None = None,
     return jax.shard_map(lambda q, k, v, b: _attention(q, k, v, b, _no_seed(), 0), mesh=mesh,
                          in_specs=(heads, heads, heads, rows), out_specs=heads, check_vma=False)(
         query, key, value, bias)
-
-
-def main() -> int:
-    """``python -m stylebench_jax.kernels.cpu_attention``: build (or find) the kernel, print its path."""
-    reason = unavailable()
-    if reason is not None:
-        print(f"fused CPU attention unavailable: {reason}", file=sys.stderr)
-        return 1
-    print(build())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,6 +21,7 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
+from stylebench_jax.kernels import cpu_topk
 from stylebench_jax.kernels.blockwise import block_shortlist, canonical, merge_running, pick_group_size
 from stylebench_jax.kernels.npy_rows import (
     ALIGN,
@@ -98,6 +99,7 @@ class ScanConfig:
     flat_rows: int = 0         # > 0: rows arrive as flat segments of this many rows per device
     threshold: bool = False    # keep only keys >= the query's threshold, and count them
     group_size: int | None = None  # block_shortlist's group width (None: pick_group_size)
+    native: bool = False       # float32, no threshold: the C++ scan (kernels.cpu_topk) on CPU devices
 
 
 def device_block(n: int, n_data: int, block_size: int) -> int:
@@ -135,6 +137,14 @@ def local_scan(state: ScanState, rows, row_groups, queries, query_ids, query_gro
     shifted call, :class:`Span`); rows at or past ``n_valid`` are padding."""
     keys, idx, bound, bad, sq_range, count, group_count = state
     start = base + lax.axis_index("data") * stride
+    if cfg.native:  # the whole call in one C++ call: no score tile (kernels.cpu_topk)
+        lead = leads[0] if cfg.flat_rows else jnp.int32(0)
+        info = jnp.stack([start, n_valid, lead, skip]).astype(jnp.int32)
+        keys, idx, bad, sq_range = cpu_topk.scan_rows(
+            keys, idx, rows, queries, query_ids, query_groups, row_groups, info, bad, sq_range,
+            n_rows=cfg.flat_rows or rows.shape[0], block=cfg.block, normalize=cfg.normalize,
+            use_ids=cfg.use_ids, use_groups=cfg.use_groups)
+        return ScanState(keys, idx, bound, bad, sq_range, count, group_count)
     group_size = block_group_size(cfg)
     low = queries.astype(jnp.bfloat16) if cfg.precision == "bfloat16" else None
     dims = (((1,), (1,)), ((), ()))

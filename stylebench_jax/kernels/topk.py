@@ -72,6 +72,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
+from stylebench_jax.kernels import cpu_topk
 from stylebench_jax.kernels.npy_rows import row_source, take_rows
 from stylebench_jax.kernels.scan import (
     DEFAULT_BLOCK,
@@ -95,6 +96,7 @@ DEFAULT_CHUNK_ROWS = 65536     # host rows moved per transfer when streaming
 DEFAULT_QUERY_BATCH = 1024     # queries scored together; bounds the [queries, block] tile
 BF16_UNIT = 2.0 ** -8
 PRECISIONS = ("auto", "float32", "bfloat16")
+KERNELS = ("auto", "native", "xla")
 GROWTH = 4                     # first grown pass: lists and block short lists this many times longer
 MAX_GROWN_KEEP = 4096          # per device and query; past it a query is searched in float32
 RESCORE_BYTES = 256 << 20      # gathered float32 rows per re-scoring call
@@ -116,6 +118,7 @@ class TopK:
     ties by lower index. ``precision``: the one that ran (``"auto"`` resolved). bfloat16 only:
     ``n_grown`` queries whose first certificate failed and that were certified by a grown
     shortlist (second bfloat16 pass); ``n_recomputed`` queries searched again in float32.
+    ``kernel``: the float32 scan that ran, ``"native"`` (:mod:`cpu_topk`) or ``"xla"``.
     ``norm_range``: (min, max) L2 norm of the scored candidate rows."""
 
     indices: np.ndarray
@@ -124,6 +127,7 @@ class TopK:
     norm_range: tuple[float, float] = (math.nan, math.nan)
     n_grown: int = 0
     precision: str = "float32"
+    kernel: str = "xla"
 
 
 def fast_bfloat16(mesh: Mesh) -> bool:
@@ -152,6 +156,22 @@ def resolve_precision(precision: str, mesh: Mesh, *, resident: bool = True) -> s
     if not fast_bfloat16(mesh):
         return "float32"
     return "bfloat16" if resident or mesh.devices.flat[0].platform == "cpu" else "float32"
+
+
+def resolve_kernel(kernel: str, mesh: Mesh, precision: str) -> str:
+    """The float32 scan: ``"auto"`` -> ``"native"`` (the C++ kernel, :mod:`cpu_topk`) where it can run
+    on ``mesh`` (CPU devices, AVX2/FMA, a compiler), else ``"xla"``; ``"native"`` where it cannot
+    raises ValueError naming why. bfloat16 scans always run in XLA (the kernel is float32)."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel: expected one of {', '.join(map(repr, KERNELS))}, found {kernel!r}")
+    if kernel == "xla" or precision != "float32":
+        return "xla"
+    reason = cpu_topk.applies(mesh)
+    if reason is None:
+        return "native"
+    if kernel == "native":
+        raise ValueError(f"kernel: the native float32 scan cannot run: {reason}")
+    return "xla"
 
 
 def _check_queries(queries, normalize: bool) -> np.ndarray:
@@ -327,7 +347,7 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
                 query_groups=None, candidate_groups=None, precision: str = "float32",
                 shortlist: int | None = None, normalize: bool = False,
                 query_batch: int = DEFAULT_QUERY_BATCH, chunk_rows: int = DEFAULT_CHUNK_ROWS,
-                progress: Callable[[int], None] | None = None) -> TopK:
+                progress: Callable[[int], None] | None = None, kernel: str = "auto") -> TopK:
     """Exact top-``k`` candidates by inner product (cosine for L2-normalised rows) per query.
 
     queries: ``[Q, D]`` float (cast to float32). candidates: ``[N, D]`` float array, ``.npy`` path,
@@ -355,13 +375,15 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     if q.shape[1] != plan.dim:
         raise ValueError(f"queries have dimension {q.shape[1]}, candidates {plan.dim}")
     precision = resolve_precision(precision, plan.mesh, resident=plan.pool is not None)
+    ran = resolve_kernel(kernel, plan.mesh, "float32")  # checked first; the float32 scans' kernel
     ids, qgroups = _query_exclusions(q.shape[0], exclude_self, query_ids, query_groups, plan)
     search = _Search(plan, q, ids, qgroups, min(k, plan.n), normalize, query_batch, progress)
     kk = search.k
     short = min(shortlist or default_shortlist(kk, plan.n), plan.n)
     keep = kk if precision == "float32" else (short + 1 if short < plan.n else plan.n)
     block_keep = keep if precision == "float32" else min(keep, max(2 * kk, kk + 8))
-    cfg = ScanConfig(keep, plan.block, block_keep, precision, ids is not None, qgroups is not None, normalize)
+    cfg = ScanConfig(keep, plan.block, block_keep, precision, ids is not None, qgroups is not None, normalize,
+                     native=precision == "float32" and ran == "native")
     out_idx = np.full((q.shape[0], kk), -1, np.int64)
     out_scores = np.full((q.shape[0], kk), -np.inf, np.float32)
     failed, thresholds, norm_range = [], np.zeros(q.shape[0], np.float32), (math.inf, 0.0)
@@ -388,11 +410,12 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
             block_size=block_size, query_ids=None if ids is None else ids[left],
             query_groups=None if qgroups is None else qgroups[left],
             candidate_groups=plan.groups, precision="float32", query_batch=query_batch,
-            chunk_rows=chunk_rows, normalize=normalize, progress=progress)
+            chunk_rows=chunk_rows, normalize=normalize, progress=progress, kernel=kernel)
         out_idx[left], out_scores[left] = again.indices, again.scores
     norms = (math.sqrt(norm_range[0]), math.sqrt(norm_range[1])) if norm_range[0] <= norm_range[1] else (
         math.nan, math.nan)
-    return TopK(out_idx, out_scores, int(left.size), norms, n_grown, precision)
+    return TopK(out_idx, out_scores, int(left.size), norms, n_grown, precision,
+                ran if precision == "float32" or left.size else "xla")
 
 
 def _grow_shortlists(search: _Search, cfg: ScanConfig, pending: np.ndarray, thresholds: np.ndarray,

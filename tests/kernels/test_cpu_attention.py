@@ -270,7 +270,7 @@ def test_embedder_uses_the_kernel_where_it_applies(tmp_path, spec):
     ids = rng.integers(5, 30, size=(16, 12)).astype(np.int32)
     mask = (np.arange(12)[None, :] < rng.integers(1, 13, size=16)[:, None]).astype(np.int32)
     text = fused._forward.lower(fused.params, ids, mask).compile().as_text()
-    assert "custom-call" in text and cpu_attention.TARGET in text
+    assert "custom-call" in text and cpu_attention.ATTENTION_TARGET in text
     assert not re.search(r"all-gather|all-to-all|collective-permute", text)
 
 
@@ -296,40 +296,3 @@ def test_embedder_keeps_xla_attention_where_the_kernel_does_not_apply(tmp_path, 
     with pytest.raises(InvalidOption, match="cannot run: no C\\+\\+ compiler found"):
         FlaxEncoderEmbedder(wide, mesh=mesh, progress=False, fused_attention=True)
     assert jnp.asarray(embedder.embed(["the cat"])).shape == (1, 32)
-
-
-@needs_kernel
-def test_build_reuses_the_digest_named_library(tmp_path, monkeypatch):
-    """A build lands under its digest name in the first writable folder, leaves no temporary file,
-    removes older versions from the package's folder only, and a second call reuses it."""
-    package, cache = tmp_path / "package", tmp_path / "cache"
-    package.mkdir()
-    (package / "cpu_attention-0000000000000000.so").write_bytes(b"old")
-    monkeypatch.setattr(cpu_attention, "_build_dirs", lambda: [package, cache])
-    path = cpu_attention.build()
-    assert path == package / cpu_attention.library_name()
-    assert sorted(p.name for p in package.iterdir()) == [path.name]
-    stamp = path.stat().st_mtime_ns
-    assert cpu_attention.build() == path and path.stat().st_mtime_ns == stamp
-    assert not cache.exists()
-
-
-def test_build_errors_name_the_cause(tmp_path, monkeypatch):
-    """No compiler: a message saying what to install. A source that does not compile: the command and
-    the compiler's last lines; nothing is left in the build directory."""
-    monkeypatch.setattr(cpu_attention, "_compiler", lambda: None)
-    with pytest.raises(cpu_attention.NativeBuildError, match=r"no C\+\+ compiler found.*apt install g\+\+"):
-        cpu_attention.build(tmp_path / "none")
-    monkeypatch.undo()
-    if cpu_attention._compiler() is None:
-        pytest.skip("no C++ compiler here")
-    bad = tmp_path / "cpu_attention.cc"
-    bad.write_text("this is not C++;\n")
-    monkeypatch.setattr(cpu_attention, "SOURCE", bad)
-    name = cpu_attention.library_name()
-    monkeypatch.undo()
-    assert name != cpu_attention.library_name()  # the digest follows the source
-    monkeypatch.setattr(cpu_attention, "SOURCE", bad)
-    with pytest.raises(cpu_attention.NativeBuildError, match="compiling cpu_attention.cc failed"):
-        cpu_attention.build(tmp_path / "out")
-    assert list((tmp_path / "out").iterdir()) == []

@@ -1,0 +1,55 @@
+"""Building the C++ kernels' library (``kernels.native``): one digest-named library for every
+source, reused, older builds removed, and errors that name the cause."""
+
+import pytest
+
+from stylebench_jax.kernels import native
+
+MISSING = native.missing_prerequisite()
+
+
+@pytest.mark.skipif(MISSING is not None, reason=f"the C++ kernels cannot run: {MISSING}")
+def test_build_reuses_the_digest_named_library(tmp_path, monkeypatch):
+    """A build lands under its digest name in the first writable folder, leaves no temporary file,
+    removes older versions (this name's and the earlier attention-only library's) from the package's
+    folder only, and a second call reuses it; every FFI target's symbol is in it."""
+    package, cache = tmp_path / "package", tmp_path / "cache"
+    package.mkdir()
+    (package / "stylebench_native-0000000000000000.so").write_bytes(b"old")
+    (package / "cpu_attention-0000000000000000.so").write_bytes(b"old")
+    monkeypatch.setattr(native, "_build_dirs", lambda: [package, cache])
+    path = native.build()
+    assert path == package / native.library_name()
+    assert sorted(p.name for p in package.iterdir()) == [path.name]
+    stamp = path.stat().st_mtime_ns
+    assert native.build() == path and path.stat().st_mtime_ns == stamp
+    assert not cache.exists()
+    import ctypes
+
+    library = ctypes.CDLL(str(path))
+    assert all(hasattr(library, symbol) for symbol in native.TARGETS.values())
+
+
+def test_build_errors_name_the_cause(tmp_path, monkeypatch):
+    """No compiler: a message saying what to install. A source that does not compile: the command and
+    the compiler's last lines; nothing is left in the build directory. The digest follows every
+    source and the shared header."""
+    monkeypatch.setattr(native, "_compiler", lambda: None)
+    with pytest.raises(native.NativeBuildError, match=r"no C\+\+ compiler found.*apt install g\+\+"):
+        native.build(tmp_path / "none")
+    monkeypatch.undo()
+    if native._compiler() is None:
+        pytest.skip("no C++ compiler here")
+    name = native.library_name()
+    header = tmp_path / "native_pool.h"
+    header.write_text(native.HEADERS[0].read_text() + "\n// changed\n")
+    monkeypatch.setattr(native, "HEADERS", (header,))
+    assert native.library_name() != name  # the digest follows the header
+    monkeypatch.undo()
+    bad = tmp_path / "cpu_topk.cc"
+    bad.write_text("this is not C++;\n")
+    monkeypatch.setattr(native, "SOURCES", (native.SOURCES[0], bad))
+    assert native.library_name() != name  # and the sources
+    with pytest.raises(native.NativeBuildError, match="compiling cpu_attention.cc, cpu_topk.cc failed"):
+        native.build(tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
