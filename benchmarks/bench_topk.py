@@ -42,7 +42,9 @@ of NumPy sgemm and XLA's float32 dot, ``ours bf16`` against XLA's bfloat16 dot (
 accumulation), each on the search's own shape (``[1024, D] x [D, 32768]`` blocks) in one call over
 8 blocks (:func:`matmul_peak`); with torch installed, PyTorch's float32 and bfloat16 matmul on
 the same blocks are printed beside them (its bfloat16 runs oneDNN's AMX / AVX512-BF16 kernels
-where the CPU has them: how far XLA's bfloat16 dot is from what the hardware gives).
+where the CPU has them: how far XLA's bfloat16 dot is from what the hardware gives). That peak is
+the best library product writing its ``[1024, 32768]`` output; ours float32 on CPU (the C++ scan)
+writes no output tile and can run above it (above 100%), as a product that skips the store would.
 
 ``--memmap-gib G`` writes a G GiB pool to /tmp and searches it through the ``.npy`` path (block
 reads, bounded memory) in a child process, so its RSS is its own. ``--pairs-n M`` times the exact

@@ -168,5 +168,11 @@ def run(args: argparse.Namespace) -> int:
         extra = (f", {result.n_grown} certified by a grown shortlist, {result.n_recomputed} re-searched in "
                  "float32" if args.bf16 else "")
         print(f"stylebench search: {queries.shape[0]} queries x {pool.shape[0]} candidates, k={args.k}, "
-              f"{seconds:.2f} s on mesh {dict(mesh.shape)}{extra} -> {args.output}", file=sys.stderr)
+              f"{seconds:.2f} s on mesh {dict(mesh.shape)} ({result.precision}, {_scan_name(result.kernel)})"
+              f"{extra} -> {args.output}", file=sys.stderr)
     return 0
+
+
+def _scan_name(kernel: str) -> str:
+    """What the summary line says about the scan that ran (``TopK.kernel``)."""
+    return "C++ scan" if kernel == "native" else "XLA scan"

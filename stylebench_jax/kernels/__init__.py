@@ -1,6 +1,7 @@
 """Jitted, sharded similarity kernels: exact blocked top-k, streaming all-pairs AUROC/EER,
-hard-negative mining. Host arrays in, NumPy results out; see each module's docstring. Also the
-encoder's fused CPU attention (``cpu_attention``: C++ through ``jax.ffi``, imported where used)."""
+hard-negative mining. Host arrays in, NumPy results out; see each module's docstring. The C++
+kernels for XLA:CPU (``native`` builds them; ``cpu_topk``: the float32 top-k scan,
+``cpu_attention``: the encoder's fused attention, imported where used) run through ``jax.ffi``."""
 
 from stylebench_jax.kernels.mining import group_centroids, item_hard_negatives, nearest_groups
 from stylebench_jax.kernels.npy_rows import NpyRows

@@ -269,7 +269,7 @@ ffi::Error TopkScan(ffi::ThreadPool pool, int64_t flags, int64_t n_rows, int64_t
       return worse(b.first, b.second, a.first, a.second);
     });
     for (int64_t j = 0; j < K; ++j) {
-      ko[q * K + j] = all[j].first;
+      ko[q * K + j] = all[j].first + 0.0f;  // -0 -> +0, as XLA's scan (blockwise.canonical)
       io[q * K + j] = all[j].second;
     }
   }

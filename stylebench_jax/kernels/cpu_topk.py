@@ -12,9 +12,12 @@ search.
 Same contract as XLA's scan step (a drop-in for its fold over one call's rows): the running lists
 come in and go out sorted by (score descending, index ascending); rows at or past ``n_valid`` and
 excluded candidates never enter; ``bad`` and ``sq_range`` fold the same row statistics. Scores are
-float32 sums of float32 products in index order with FMA (XLA's dot sums in another order: the
-two agree to a few ulps), each candidate's score computed the same way wherever it sits, so exact
-duplicates tie and the result does not depend on the mesh or the threads (``cpu_topk.cc``).
+float32 sums of float32 products in index order with FMA, normalisation (``normalize``) applied to
+the sum rather than to the row: XLA's dot sums in another order, so the two scans' scores differ by
+rounding, at most ~``D 2^-24 |q| |x|`` (a few ulps in practice), and candidates whose scores agree to
+that can come out in either order. Each candidate's score is computed the same way wherever it
+sits, so exact duplicates tie and the result does not depend on the mesh or the threads
+(``cpu_topk.cc``).
 """
 
 from __future__ import annotations
@@ -45,12 +48,15 @@ def scan_rows(keys, idx, rows, queries, query_ids, query_groups, row_groups, inf
     with ``use_groups`` only); info int32 ``[4]`` = (global index of row 0, global index where
     padding starts, offset of row 0 in ``rows``, blocks to skip); bad ``[1]`` int32, sq_range
     ``[1, 2]`` float32. Returns the new (keys, idx, bad, sq_range)."""
-    from stylebench_jax.kernels.native import TOPK_TARGET, varying_like
+    from stylebench_jax.kernels import native
 
+    reason = native.unavailable()  # builds and registers the target on first use (cached)
+    if reason is not None:
+        raise RuntimeError(f"the native top-k scan cannot run: {reason}")
     flags = (NORMALIZE if normalize else 0) | (USE_IDS if use_ids else 0) | (USE_GROUPS if use_groups else 0)
     out = (jax.ShapeDtypeStruct(keys.shape, jnp.float32), jax.ShapeDtypeStruct(idx.shape, jnp.int32),
            jax.ShapeDtypeStruct(bad.shape, jnp.int32), jax.ShapeDtypeStruct(sq_range.shape, jnp.float32))
-    call = jax.ffi.ffi_call(TOPK_TARGET, out)
+    call = jax.ffi.ffi_call(native.TOPK_TARGET, out)
     results = call(keys, idx, rows, queries, query_ids, query_groups, row_groups, info, bad, sq_range,
                    flags=np.int64(flags), n_rows=np.int64(n_rows), block=np.int64(block))
-    return varying_like(results, keys)
+    return native.varying_like(results, keys)

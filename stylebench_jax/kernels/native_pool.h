@@ -8,6 +8,7 @@
 // unit) and its own slot number (0 = the caller), for kernels that keep per-thread state.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>

@@ -101,6 +101,11 @@ class ScanConfig:
     group_size: int | None = None  # block_shortlist's group width (None: pick_group_size)
     native: bool = False       # float32, no threshold: the C++ scan (kernels.cpu_topk) on CPU devices
 
+    def __post_init__(self):
+        if self.native and (self.precision != "float32" or self.threshold):
+            raise ValueError("ScanConfig: the native scan is float32 without thresholds "
+                             f"(precision={self.precision!r}, threshold={self.threshold})")
+
 
 def device_block(n: int, n_data: int, block_size: int) -> int:
     """Rows per device per step: ``block_size``, or less when the pool is small (multiple of 8)."""

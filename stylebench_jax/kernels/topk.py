@@ -4,7 +4,11 @@
 candidate rows stream through a jitted ``shard_map`` step in blocks of ``block_size`` rows per
 device; each block is scored with one matmul, reduced to its own top list (:mod:`blockwise`) and
 merged into a running ``[Q, L]`` list per device. The per-device lists are merged once at the end
-on the host, lexicographically by (score descending, candidate index ascending).
+on the host, lexicographically by (score descending, candidate index ascending). On CPU devices
+the float32 step is by default one C++ call per device and call (:mod:`cpu_topk`: each score
+compared with its query's running k-th best in registers, no score tile; ``kernel="xla"`` keeps
+XLA's blocked step), with the same inputs and outputs; its scores can differ from XLA's in the
+last bits (another summation order, :mod:`cpu_topk`).
 
 Candidates can be an in-memory array, a ``.npy`` path or whole-file ``np.memmap`` (read by
 positional reads with a prefetch thread, see :mod:`npy_rows`), or a :class:`ShardedPool` resident
@@ -118,7 +122,8 @@ class TopK:
     ties by lower index. ``precision``: the one that ran (``"auto"`` resolved). bfloat16 only:
     ``n_grown`` queries whose first certificate failed and that were certified by a grown
     shortlist (second bfloat16 pass); ``n_recomputed`` queries searched again in float32.
-    ``kernel``: the float32 scan that ran, ``"native"`` (:mod:`cpu_topk`) or ``"xla"``.
+    ``kernel``: the scan that ran, ``"native"`` (:mod:`cpu_topk`, float32) or ``"xla"`` (a
+    bfloat16 search says ``"xla"`` even when some queries were re-searched in float32 natively).
     ``norm_range``: (min, max) L2 norm of the scored candidate rows."""
 
     indices: np.ndarray
@@ -158,12 +163,16 @@ def resolve_precision(precision: str, mesh: Mesh, *, resident: bool = True) -> s
     return "bfloat16" if resident or mesh.devices.flat[0].platform == "cpu" else "float32"
 
 
+def _check_kernel(kernel: str) -> None:
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel: expected one of {', '.join(map(repr, KERNELS))}, found {kernel!r}")
+
+
 def resolve_kernel(kernel: str, mesh: Mesh, precision: str) -> str:
     """The float32 scan: ``"auto"`` -> ``"native"`` (the C++ kernel, :mod:`cpu_topk`) where it can run
     on ``mesh`` (CPU devices, AVX2/FMA, a compiler), else ``"xla"``; ``"native"`` where it cannot
     raises ValueError naming why. bfloat16 scans always run in XLA (the kernel is float32)."""
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel: expected one of {', '.join(map(repr, KERNELS))}, found {kernel!r}")
+    _check_kernel(kernel)
     if kernel == "xla" or precision != "float32":
         return "xla"
     reason = cpu_topk.applies(mesh)
@@ -358,9 +367,11 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     ``"bfloat16"`` (certified, see module docstring) or ``"auto"`` (the faster of the two on this
     hardware, :func:`resolve_precision`); shortlist: bfloat16 shortlist size (default
     :func:`default_shortlist`). normalize: L2-normalise queries and candidate rows first.
-    Memory: ``query_batch * block_size`` float32 scores per device plus the chunks in flight
-    (none for a C-contiguous float32 array, which is used in place); bfloat16 adds the re-scored
-    rows, at most ``RESCORE_BYTES`` at a time.
+    Memory: the chunks in flight (none for a C-contiguous float32 array, which is used in place)
+    plus, for XLA's scan, ``query_batch * block_size`` float32 scores per device (the C++ scan
+    keeps only its ``[Q, k]`` lists per thread); bfloat16 adds the re-scored rows, at most
+    ``RESCORE_BYTES`` at a time. Raises ValueError for ``kernel="native"`` where the C++ scan
+    cannot run (the message says why).
     progress: called with a number of candidate rows each time that many are done (per query
     batch, so the total is ``N`` times the number of batches, plus one pass per batch of queries
     whose shortlist grew or that were searched again in float32); a resident pool reports once
@@ -375,7 +386,10 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     if q.shape[1] != plan.dim:
         raise ValueError(f"queries have dimension {q.shape[1]}, candidates {plan.dim}")
     precision = resolve_precision(precision, plan.mesh, resident=plan.pool is not None)
-    ran = resolve_kernel(kernel, plan.mesh, "float32")  # checked first; the float32 scans' kernel
+    _check_kernel(kernel)
+    # float32 only: a bfloat16 search neither builds the library nor refuses kernel="native" (its
+    # float32 re-search, if any, resolves the kernel itself)
+    ran = resolve_kernel(kernel, plan.mesh, precision)
     ids, qgroups = _query_exclusions(q.shape[0], exclude_self, query_ids, query_groups, plan)
     search = _Search(plan, q, ids, qgroups, min(k, plan.n), normalize, query_batch, progress)
     kk = search.k
@@ -383,7 +397,7 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     keep = kk if precision == "float32" else (short + 1 if short < plan.n else plan.n)
     block_keep = keep if precision == "float32" else min(keep, max(2 * kk, kk + 8))
     cfg = ScanConfig(keep, plan.block, block_keep, precision, ids is not None, qgroups is not None, normalize,
-                     native=precision == "float32" and ran == "native")
+                     native=ran == "native")
     out_idx = np.full((q.shape[0], kk), -1, np.int64)
     out_scores = np.full((q.shape[0], kk), -np.inf, np.float32)
     failed, thresholds, norm_range = [], np.zeros(q.shape[0], np.float32), (math.inf, 0.0)
@@ -414,8 +428,7 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
         out_idx[left], out_scores[left] = again.indices, again.scores
     norms = (math.sqrt(norm_range[0]), math.sqrt(norm_range[1])) if norm_range[0] <= norm_range[1] else (
         math.nan, math.nan)
-    return TopK(out_idx, out_scores, int(left.size), norms, n_grown, precision,
-                ran if precision == "float32" or left.size else "xla")
+    return TopK(out_idx, out_scores, int(left.size), norms, n_grown, precision, ran)
 
 
 def _grow_shortlists(search: _Search, cfg: ScanConfig, pending: np.ndarray, thresholds: np.ndarray,

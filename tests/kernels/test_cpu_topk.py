@@ -10,6 +10,7 @@ from kernel_helpers import assert_topk_equal, dyadic, unit_rows
 
 from stylebench_jax.kernels import cpu_topk, native, shard_pool, topk_cosine
 from stylebench_jax.kernels import topk as topk_module
+from stylebench_jax.kernels.scan import ScanConfig
 
 MISSING = native.missing_prerequisite()
 needs_kernel = pytest.mark.skipif(MISSING is not None, reason=f"the C++ kernels cannot run: {MISSING}")
@@ -21,6 +22,7 @@ needs_kernel = pytest.mark.skipif(MISSING is not None, reason=f"the C++ kernels 
     (5000, 4, 50, 1024, 65536),    # units of 1536 rows over both threads; values in {-1/4, 0, 1/4}
     (1237, 13, 7, 64, 256),        # many calls (the running list's K-th key carries over), D % 8 != 0
     (9, 3, 20, 8, 16),             # k > N: -1 and -inf past the pool
+    (2000, 8, 1, 128, 700),        # k = 1: a heap of one
 ])
 def test_ties_threads_calls_and_exclusions_match_brute_force(mesh, kernel, n, dim, k, block, chunk):
     """Few distinct values, so nearly every score ties: the lower index must win across units,
@@ -86,3 +88,5 @@ def test_kernel_choice_is_checked(monkeypatch):
     np.testing.assert_array_equal(result.indices[:, 0], np.arange(4))
     assert topk_module.resolve_kernel("auto", jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",)),
                                       "bfloat16") == "xla"
+    with pytest.raises(ValueError, match="native scan is float32 without thresholds"):
+        ScanConfig(10, 64, 10, "bfloat16", False, False, False, native=True)

@@ -1,6 +1,9 @@
 """Building the C++ kernels' library (``kernels.native``): one digest-named library for every
 source, reused, older builds removed, and errors that name the cause."""
 
+import subprocess
+import sys
+
 import pytest
 
 from stylebench_jax.kernels import native
@@ -53,3 +56,12 @@ def test_build_errors_name_the_cause(tmp_path, monkeypatch):
     with pytest.raises(native.NativeBuildError, match="compiling cpu_attention.cc, cpu_topk.cc failed"):
         native.build(tmp_path / "out")
     assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.skipif(MISSING is not None, reason=f"the C++ kernels cannot run: {MISSING}")
+def test_module_entry_point_builds_and_prints_the_library():
+    """What scripts/setup_env.sh runs: exit 0, the library's path on stdout, nothing on stderr."""
+    proc = subprocess.run([sys.executable, "-m", "stylebench_jax.kernels.native"], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith(native.library_name()) and proc.stderr == ""

@@ -33,12 +33,13 @@ def test_k_larger_than_pool_returns_every_candidate(mesh):
     assert_topk_equal(result, q, c, 50)
 
 
-def test_duplicates_rank_lower_index_first(mesh):
+@pytest.mark.parametrize("kernel", ["auto", "xla"])
+def test_duplicates_rank_lower_index_first(mesh, kernel):
     rng = np.random.default_rng(1)
     base = unit_rows(rng, (5, 16))
     c = base[rng.integers(0, 5, 200)]  # 200 rows, only 5 distinct: long runs of exact ties
     q = np.concatenate([base[:3], unit_rows(rng, (2, 16))])
-    result = topk_cosine(q, c, 60, mesh=mesh, block_size=16, chunk_rows=64)
+    result = topk_cosine(q, c, 60, mesh=mesh, block_size=16, chunk_rows=64, kernel=kernel)
     assert_topk_equal(result, q, c, 60, exact=False, tol=1e-6)
     s = q @ c.T
     for row in range(q.shape[0]):
@@ -98,8 +99,12 @@ def test_plan_spans_in_place_copies_and_tail(monkeypatch):
     assert plan_spans(5, 8, 8, 64, aligned)[0] == Span(0, 5, 8, 8, False)  # smaller than one slab
 
 
-@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
-def test_shifted_call_head_and_tail_with_exclusions(mesh, precision, monkeypatch):
+# float32 in both scans: the C++ one (the CPU default) and XLA's (accelerators, CPUs without a compiler)
+SCANS = [("float32", "auto"), ("float32", "xla"), ("bfloat16", "auto")]
+
+
+@pytest.mark.parametrize(("precision", "kernel"), SCANS)
+def test_shifted_call_head_and_tail_with_exclusions(mesh, precision, kernel, monkeypatch):
     """A misaligned array of 1,100 rows with 8-row blocks: a copied head call, full in-place calls,
     a shifted call (segments that start on rows an earlier call scanned, skipped by the loop)
     and a copied tail, with ids, groups and exact ties: every candidate scanned exactly once
@@ -117,11 +122,12 @@ def test_shifted_call_head_and_tail_with_exclusions(mesh, precision, monkeypatch
     excluded[np.arange(11), np.arange(11)] = True
     with jax.transfer_guard("disallow"):
         result = topk_cosine(q, c, 40, mesh=mesh, block_size=8, exclude_self=True, query_groups=cg[:11],
-                             candidate_groups=cg, precision=precision)
+                             candidate_groups=cg, precision=precision, kernel=kernel)
     assert_topk_equal(result, q, c, 40, excluded)
 
 
-def test_same_answer_for_every_layout(tmp_path):
+@pytest.mark.parametrize("kernel", ["auto", "xla"])
+def test_same_answer_for_every_layout(tmp_path, kernel):
     """Mesh, block size, chunking, resident pool, .npy path, and arrays used in place at every
     alignment (or copied when not contiguous): identical bits."""
     rng = np.random.default_rng(2)
@@ -133,12 +139,13 @@ def test_same_answer_for_every_layout(tmp_path):
     first = None
     for name, mesh in meshes().items():
         for block, chunk in [(8, 8), (16, 1000), (512, 512)]:
-            got = topk_cosine(q, c, 12, mesh=mesh, block_size=block, chunk_rows=chunk)
-            pool = topk_cosine(q, shard_pool(c, mesh, block_size=block), 12)
+            got = topk_cosine(q, c, 12, mesh=mesh, block_size=block, chunk_rows=chunk, kernel=kernel)
+            pool = topk_cosine(q, shard_pool(c, mesh, block_size=block), 12, kernel=kernel)
             np.testing.assert_array_equal(pool.indices, got.indices)
             for label, source in sources.items():
                 with jax.transfer_guard("disallow"):
-                    other = topk_cosine(q, source, 12, mesh=mesh, block_size=block, chunk_rows=chunk)
+                    other = topk_cosine(q, source, 12, mesh=mesh, block_size=block, chunk_rows=chunk,
+                                        kernel=kernel)
                 np.testing.assert_array_equal(other.indices, got.indices, err_msg=f"{name} {label}")
                 np.testing.assert_array_equal(other.scores, got.scores, err_msg=f"{name} {label}")
             if first is None:
@@ -199,12 +206,12 @@ def test_group_exclusion_and_exhausted_queries(mesh):
     np.testing.assert_array_equal(topk_cosine(q, pool, 48, query_groups=qg).indices, result.indices)
 
 
-@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
-def test_grouped_short_lists_with_exclusions(mesh, precision):
-    """1024-row blocks with k = 2 take block_shortlist's grouped path in both precisions (groups
-    of 16 for m = 2, of 8 for bfloat16's m = 10); dyadic rows are exact in bfloat16 too, so both
-    must equal brute force bit for bit, ties included, with self and same-group exclusion and a
-    pool that no device count divides."""
+@pytest.mark.parametrize(("precision", "kernel"), SCANS)
+def test_grouped_short_lists_with_exclusions(mesh, precision, kernel):
+    """1024-row blocks with k = 2 take block_shortlist's grouped path in XLA's scans (groups of 16
+    for float32's m = 2, of 8 for bfloat16's m = 10; the C++ scan has no blocks); dyadic rows are
+    exact in bfloat16 too, so every scan must equal brute force bit for bit, ties included, with
+    self and same-group exclusion and a pool that no device count divides."""
     assert pick_group_size(1024, 2) == 16 and pick_group_size(1024, 10) == 8
     rng = np.random.default_rng(12)
     c = dyadic(rng, (9001, 8), levels=1)
@@ -212,13 +219,14 @@ def test_grouped_short_lists_with_exclusions(mesh, precision):
     excluded = np.zeros((37, 9001), bool)
     excluded[np.arange(37), np.arange(37)] = True
     with jax.transfer_guard("disallow"):
-        result = topk_cosine(q, c, 2, mesh=mesh, block_size=1024, exclude_self=True, precision=precision)
+        result = topk_cosine(q, c, 2, mesh=mesh, block_size=1024, exclude_self=True, precision=precision,
+                             kernel=kernel)
     assert_topk_equal(result, q, c, 2, excluded)
     cg = rng.integers(0, 50, 9001)
     result = topk_cosine(q, c, 2, mesh=mesh, block_size=1024, query_groups=cg[:37], candidate_groups=cg,
-                         precision=precision)
+                         precision=precision, kernel=kernel)
     assert_topk_equal(result, q, c, 2, cg[:37, None] == cg[None, :])
-    result = topk_cosine(q, c, 2, mesh=mesh, block_size=1024, precision=precision)
+    result = topk_cosine(q, c, 2, mesh=mesh, block_size=1024, precision=precision, kernel=kernel)
     assert_topk_equal(result, q, c, 2)
     assert result.n_recomputed < 37  # most bfloat16 answers certified, not searched again
 
@@ -296,13 +304,14 @@ def test_normalize_gives_cosine(mesh):
     np.testing.assert_allclose(result.norm_range, (1.0, 1.0), atol=1e-6)
 
 
-def test_non_finite_rows_are_reported(mesh):
+@pytest.mark.parametrize("kernel", ["auto", "xla"])
+def test_non_finite_rows_are_reported(mesh, kernel):
     rng = np.random.default_rng(10)
     c = dyadic(rng, (30, 4))
     c[17, 2] = np.nan
     c[23, 0] = np.inf
     with pytest.raises(NonFiniteRowError) as info:
-        topk_cosine(dyadic(rng, (2, 4)), c, 3, mesh=mesh, block_size=8)
+        topk_cosine(dyadic(rng, (2, 4)), c, 3, mesh=mesh, block_size=8, kernel=kernel)
     assert info.value.row == 17
     with pytest.raises(ValueError, match="queries: row 1"):
         topk_cosine(np.array([[0, 0, 0, 1], [np.nan, 0, 0, 0]], np.float32), c[:10], 3)
