@@ -30,8 +30,11 @@ Rows must be L2-normalised (scores are cosines) unless --normalize is given. The
 read in blocks with a bounded working set, so pools larger than memory work. --bf16 scores with a
 bfloat16 matmul and re-scores a shortlist in float32; the top k stays exact (certified per query;
 an uncertified query first gets a longer shortlist from a second bfloat16 pass, and is searched again
-in float32 only when that would be too long). Without --bf16 the search runs in float32: the faster
-exact path on CPUs without native bfloat16 dot instructions (bench_topk.py).
+in float32 only when that would be too long). Without --bf16 the search runs in float32: on an AVX2
+CPU in the C++ scan (kernels/cpu_topk.cc: no score matrix, 0.64-0.71x faiss IndexFlatIP's time on
+the 2-core AVX2 VM, bench_topk.py), else (AVX-512 CPUs, accelerators, no compiler) in XLA's blocked
+scan (the summary line names the scan); the faster exact path on CPUs without native bfloat16 dot
+instructions.
 """
 
 
@@ -51,7 +54,8 @@ def register(subparsers) -> None:
     parser.add_argument("--candidate-groups", type=Path, default=None,
                         help="int .npy [N]: group of each candidate; same-group candidates are skipped")
     parser.add_argument("--block-size", type=int, default=None,
-                        help="candidate rows per device per matmul (default: 32768)")
+                        help="candidate rows per device per matmul of XLA's scan, and the unit of "
+                             "each device call's rows (default: 32768)")
     parser.add_argument("--query-batch", type=int, default=1024, help="queries scored together")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 matmul + certified float32 re-scoring")
     parser.add_argument("--normalize", action="store_true", help="L2-normalise rows before scoring")

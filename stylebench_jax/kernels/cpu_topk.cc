@@ -6,12 +6,14 @@
 // it again for the selection; here each score is compared with its query's current K-th best while
 // it is still in a register, so no tile exists and the search runs at the rate of the products.
 //
-// Register block: 6 candidate rows x 16 queries (12 ymm accumulators), the 6 rows' values
+// Register block: 6 candidate rows x 2W queries (12 vector accumulators; W = 8 floats on AVX2, 16
+// on AVX-512, chosen at run time: cpu_topk_lanes.h is compiled once per width), the 6 rows' values
 // broadcast from the row-major candidates (no packing of the pool), the queries packed once per
-// call as [Q / 16][D][16] panels. Rows are visited in chunks of 48 (kept in L1/L2 while every panel
+// call as [Q / 2W][D][2W] panels. Rows are visited in chunks of 48 (kept in L1/L2 while every panel
 // passes over them). Every score is the same FMA chain over d = 0..D-1 whatever the row's place in
-// its block (a last partial group of rows is copied into a zeroed 6-row block), so a candidate's
-// score does not depend on the call, the mesh or the thread, and exact duplicates tie.
+// its block or the vector width (a last partial group of rows is copied into a zeroed 6-row block),
+// so a candidate's score does not depend on the call, the mesh, the thread or the CPU's width, and
+// exact duplicates tie.
 //
 // Selection: per thread and query a min-heap of K (key, index) entries, worst = (lowest key, then
 // highest index); threads claim units of consecutive rows in increasing order, so a later row only
@@ -26,7 +28,8 @@
 // |x| > ~1e19: `bad` = lowest such global row), sq_range = (min, max) of sq over the rows scanned
 // (of the normalised rows with normalisation, whose factor is 1/sqrt(sq), 0 for a zero row).
 //
-// Requires AVX2 and FMA (stylebench_native_supported in cpu_attention.cc).
+// Requires AVX2 and FMA (stylebench_native_supported in cpu_attention.cc); the AVX-512 width runs
+// only where the CPU has AVX-512F.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -45,7 +48,6 @@ namespace ffi = xla::ffi;
 namespace {
 
 constexpr int kRows = 6;        // candidate rows per register block
-constexpr int kLanes = 16;      // queries per register block (two ymm)
 constexpr int kChunk = 48;      // rows per chunk: measured best of 24/48/96/384 (Q = 1000, D = 384)
 constexpr int64_t kUnitRows = 1536;  // rows per claimed unit (32 chunks)
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -74,10 +76,10 @@ inline void replace_root(float* key, int32_t* idx, int k, float s, int32_t j) {
 
 struct Scan {
   const float* rows;  // row r at rows + r * D
-  const float* packed;  // [P][D][16]
+  const float* packed;  // [P][D][lanes]
   int64_t D, Q, P, K;
   int64_t start;  // global index of row 0
-  const float* floor_minus;  // [P * 16]: largest float below the state's K-th key (+inf: padding lanes)
+  const float* floor_minus;  // [P * lanes]: largest float below the state's K-th key (+inf: padding lanes)
   const int32_t* query_ids;
   const int32_t* query_groups;
   const int32_t* row_groups;
@@ -103,109 +105,97 @@ inline float row_sq(const float* x, int64_t D) {
   return s;
 }
 
-// Scores of 6 rows (x0 + r * stride) against one panel, compared with the panel's 16 thresholds;
-// rows whose score passes go to the heaps (admissibility checked there).
-inline void block6(const Scan& s, const float* x0, int64_t stride, const float* scale, const float* qp, int p,
-                   int64_t first, int count, float* thr, Thread& t) {
-  const int64_t D = s.D;
-  __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00,
-         a40 = a00, a41 = a00, a50 = a00, a51 = a00;
-  const float *x1 = x0 + stride, *x2 = x1 + stride, *x3 = x2 + stride, *x4 = x3 + stride, *x5 = x4 + stride;
-  const float* q = qp;
-  for (int64_t d = 0; d < D; ++d, q += kLanes) {
-    const __m256 b0 = _mm256_loadu_ps(q), b1 = _mm256_loadu_ps(q + 8);
-    __m256 x;
-    x = _mm256_broadcast_ss(x0 + d); a00 = _mm256_fmadd_ps(x, b0, a00); a01 = _mm256_fmadd_ps(x, b1, a01);
-    x = _mm256_broadcast_ss(x1 + d); a10 = _mm256_fmadd_ps(x, b0, a10); a11 = _mm256_fmadd_ps(x, b1, a11);
-    x = _mm256_broadcast_ss(x2 + d); a20 = _mm256_fmadd_ps(x, b0, a20); a21 = _mm256_fmadd_ps(x, b1, a21);
-    x = _mm256_broadcast_ss(x3 + d); a30 = _mm256_fmadd_ps(x, b0, a30); a31 = _mm256_fmadd_ps(x, b1, a31);
-    x = _mm256_broadcast_ss(x4 + d); a40 = _mm256_fmadd_ps(x, b0, a40); a41 = _mm256_fmadd_ps(x, b1, a41);
-    x = _mm256_broadcast_ss(x5 + d); a50 = _mm256_fmadd_ps(x, b0, a50); a51 = _mm256_fmadd_ps(x, b1, a51);
-  }
-  if (s.flags & kNormalize) {
-    __m256 c;
-    c = _mm256_broadcast_ss(scale + 0); a00 = _mm256_mul_ps(a00, c); a01 = _mm256_mul_ps(a01, c);
-    c = _mm256_broadcast_ss(scale + 1); a10 = _mm256_mul_ps(a10, c); a11 = _mm256_mul_ps(a11, c);
-    c = _mm256_broadcast_ss(scale + 2); a20 = _mm256_mul_ps(a20, c); a21 = _mm256_mul_ps(a21, c);
-    c = _mm256_broadcast_ss(scale + 3); a30 = _mm256_mul_ps(a30, c); a31 = _mm256_mul_ps(a31, c);
-    c = _mm256_broadcast_ss(scale + 4); a40 = _mm256_mul_ps(a40, c); a41 = _mm256_mul_ps(a41, c);
-    c = _mm256_broadcast_ss(scale + 5); a50 = _mm256_mul_ps(a50, c); a51 = _mm256_mul_ps(a51, c);
-  }
-  const __m256 t0 = _mm256_loadu_ps(thr), t1 = _mm256_loadu_ps(thr + 8);
-  __m256 m0 = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(a00, t0, _CMP_GT_OQ), _mm256_cmp_ps(a10, t0, _CMP_GT_OQ)),
-                           _mm256_or_ps(_mm256_cmp_ps(a20, t0, _CMP_GT_OQ), _mm256_cmp_ps(a30, t0, _CMP_GT_OQ)));
-  m0 = _mm256_or_ps(m0, _mm256_or_ps(_mm256_cmp_ps(a40, t0, _CMP_GT_OQ), _mm256_cmp_ps(a50, t0, _CMP_GT_OQ)));
-  __m256 m1 = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(a01, t1, _CMP_GT_OQ), _mm256_cmp_ps(a11, t1, _CMP_GT_OQ)),
-                           _mm256_or_ps(_mm256_cmp_ps(a21, t1, _CMP_GT_OQ), _mm256_cmp_ps(a31, t1, _CMP_GT_OQ)));
-  m1 = _mm256_or_ps(m1, _mm256_or_ps(_mm256_cmp_ps(a41, t1, _CMP_GT_OQ), _mm256_cmp_ps(a51, t1, _CMP_GT_OQ)));
-  if (!_mm256_movemask_ps(_mm256_or_ps(m0, m1))) return;
-  alignas(32) float sc[kRows][kLanes];
-  _mm256_store_ps(sc[0], a00); _mm256_store_ps(sc[0] + 8, a01);
-  _mm256_store_ps(sc[1], a10); _mm256_store_ps(sc[1] + 8, a11);
-  _mm256_store_ps(sc[2], a20); _mm256_store_ps(sc[2] + 8, a21);
-  _mm256_store_ps(sc[3], a30); _mm256_store_ps(sc[3] + 8, a31);
-  _mm256_store_ps(sc[4], a40); _mm256_store_ps(sc[4] + 8, a41);
-  _mm256_store_ps(sc[5], a50); _mm256_store_ps(sc[5] + 8, a51);
-  for (int r = 0; r < count; ++r) {  // rows in increasing order: ties keep the lower index
-    const int64_t local = first + r;
-    const int32_t j = static_cast<int32_t>(s.start + local);
-    for (int l = 0; l < kLanes; ++l) {
-      const float v = sc[r][l];
-      if (!(v > thr[l])) continue;
-      const int64_t qi = static_cast<int64_t>(p) * kLanes + l;
-      if ((s.flags & kUseIds) && s.query_ids[qi] == j) continue;
-      if ((s.flags & kUseGroups) && s.query_groups[qi] == s.row_groups[local]) continue;
-      float* key = t.key.data() + qi * s.K;
-      int32_t* idx = t.idx.data() + qi * s.K;
-      replace_root(key, idx, static_cast<int>(s.K), v, j);
-      thr[l] = std::max(key[0], s.floor_minus[qi]);
+// Row statistics of rows [c0, c1) into t (bad, sq range) and, with normalisation, their factors.
+inline void row_stats(const Scan& s, int64_t c0, int64_t c1, Thread& t, float* scale) {
+  for (int64_t r = c0; r < c1; ++r) {
+    const float* x = s.rows + r * s.D;
+    float sq = row_sq(x, s.D);
+    if (!std::isfinite(sq)) t.bad = std::min(t.bad, static_cast<int32_t>(s.start + r));
+    if (s.flags & kNormalize) {
+      const float f = sq > 0.0f ? 1.0f / std::sqrt(sq) : 0.0f;
+      scale[r - c0] = f;
+      float n = 0.0f;  // sum of (x f)^2, as scan.py's stats of the normalised rows
+      for (int64_t d = 0; d < s.D; ++d) n += (x[d] * f) * (x[d] * f);
+      sq = n;
     }
+    t.sq_min = std::min(t.sq_min, sq);  // NaN: neither moves (min/max return the first operand)
+    t.sq_max = std::max(t.sq_max, sq);
   }
 }
 
-// Rows [lo, hi) (local indices) of one unit into thread t's heaps and statistics.
-void scan_rows(const Scan& s, int64_t lo, int64_t hi, Thread& t, float* scratch) {
-  float* scale = scratch;                  // [kChunk]
-  float* tail = scratch + kChunk;          // [kRows * D]: a last partial group, zero padded
-  std::vector<float> thr(kLanes);
-  for (int64_t c0 = lo; c0 < hi; c0 += kChunk) {
-    const int64_t c1 = std::min(hi, c0 + kChunk);
-    for (int64_t r = c0; r < c1; ++r) {
-      const float* x = s.rows + r * s.D;
-      float sq = row_sq(x, s.D);
-      if (!std::isfinite(sq)) {
-        t.bad = std::min(t.bad, static_cast<int32_t>(s.start + r));
-      }
-      if (s.flags & kNormalize) {
-        const float f = sq > 0.0f ? 1.0f / std::sqrt(sq) : 0.0f;
-        scale[r - c0] = f;
-        float n = 0.0f;  // sum of (x f)^2, as scan.py's stats of the normalised rows
-        for (int64_t d = 0; d < s.D; ++d) n += (x[d] * f) * (x[d] * f);
-        sq = n;
-      }
-      t.sq_min = std::min(t.sq_min, sq);  // NaN: neither moves (min/max return the first operand)
-      t.sq_max = std::max(t.sq_max, sq);
-    }
-    const int64_t whole = c0 + (c1 - c0) / kRows * kRows;
-    const int rest = static_cast<int>(c1 - whole);
-    if (rest) {
-      std::fill(tail, tail + kRows * s.D, 0.0f);
-      std::memcpy(tail, s.rows + whole * s.D, sizeof(float) * rest * s.D);
-    }
-    for (int64_t p = 0; p < s.P; ++p) {
-      const float* qp = s.packed + p * s.D * kLanes;
-      for (int l = 0; l < kLanes; ++l) {
-        const int64_t qi = p * kLanes + l;
-        thr[l] = std::max(t.key[qi * s.K], s.floor_minus[qi]);
-      }
-      for (int64_t g = c0; g < whole; g += kRows)
-        block6(s, s.rows + g * s.D, s.D, scale + (g - c0), qp, static_cast<int>(p), g, kRows, thr.data(), t);
-      if (rest) block6(s, tail, s.D, scale + (whole - c0), qp, static_cast<int>(p), whole, rest, thr.data(), t);
-    }
+// The register-blocked loops, once per vector width (cpu_topk_lanes.h).
+namespace avx2 {  // 8 lanes per vector: panels of 16 queries
+struct Vec {
+  using T = __m256;
+  static constexpr int W = 8;
+  static T zero() { return _mm256_setzero_ps(); }
+  static T load(const float* p) { return _mm256_loadu_ps(p); }
+  static T bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
+  static uint64_t gt(T a, T t) { return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(a, t, _CMP_GT_OQ))); }
+  static void store(float* p, T a) { _mm256_storeu_ps(p, a); }
+};
+#include "cpu_topk_lanes.h"
+}  // namespace avx2
+
+namespace avx2x2 {  // two ymm per vector: the 32-query panels of AVX-512 in AVX2 code (tests)
+struct Vec {
+  struct T {
+    __m256 lo, hi;
+  };
+  static constexpr int W = 16;
+  static T zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static T load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  static T bcast(const float* p) { return {_mm256_broadcast_ss(p), _mm256_broadcast_ss(p)}; }
+  static T fma(T a, T b, T c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
+  static T mul(T a, T b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+  static uint64_t gt(T a, T t) { return avx2::Vec::gt(a.lo, t.lo) | (avx2::Vec::gt(a.hi, t.hi) << 8); }
+  static void store(float* p, T a) {
+    _mm256_storeu_ps(p, a.lo);
+    _mm256_storeu_ps(p + 8, a.hi);
   }
+};
+#include "cpu_topk_lanes.h"
+}  // namespace avx2x2
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#endif
+namespace avx512 {  // 16 lanes per vector: panels of 32 queries
+struct Vec {
+  using T = __m512;
+  static constexpr int W = 16;
+  static T zero() { return _mm512_setzero_ps(); }
+  static T load(const float* p) { return _mm512_loadu_ps(p); }
+  static T bcast(const float* p) { return _mm512_set1_ps(*p); }
+  static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
+  static uint64_t gt(T a, T t) { return static_cast<uint16_t>(_mm512_cmp_ps_mask(a, t, _CMP_GT_OQ)); }
+  static void store(float* p, T a) { _mm512_storeu_ps(p, a); }
+};
+#include "cpu_topk_lanes.h"
+}  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+// The widths: 0 = the CPU's widest (AVX-512 where it has it), 1 = AVX2, 2 = AVX2 in 32-query
+// panels (AVX-512's layout, for tests on AVX2 CPUs), 3 = AVX-512.
+enum Variant : int64_t { kAuto = 0, kAvx2 = 1, kAvx2x2 = 2, kAvx512 = 3 };
+
+bool has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
 }
 
-ffi::Error TopkScan(ffi::ThreadPool pool, int64_t flags, int64_t n_rows, int64_t block, ffi::Buffer<ffi::F32> keys,
+ffi::Error TopkScan(ffi::ThreadPool pool, int64_t flags, int64_t n_rows, int64_t block, int64_t variant,
+                    ffi::Buffer<ffi::F32> keys,
                     ffi::Buffer<ffi::S32> idx, ffi::Buffer<ffi::F32> rows, ffi::Buffer<ffi::F32> queries,
                     ffi::Buffer<ffi::S32> query_ids, ffi::Buffer<ffi::S32> query_groups,
                     ffi::Buffer<ffi::S32> row_groups, ffi::Buffer<ffi::S32> info, ffi::Buffer<ffi::S32> bad,
@@ -229,6 +219,12 @@ ffi::Error TopkScan(ffi::ThreadPool pool, int64_t flags, int64_t n_rows, int64_t
   const int64_t lo = std::min(n_rows, skip * block);
   const int64_t hi = std::max(lo, std::min(n_rows / block * block, n_valid - start));
 
+  if (variant == kAuto) variant = has_avx512() ? kAvx512 : kAvx2;
+  if (variant < kAvx2 || variant > kAvx512) return ffi::Error::InvalidArgument("cpu_topk: variant must be 0..3");
+  if (variant == kAvx512 && !has_avx512()) return ffi::Error::InvalidArgument("cpu_topk: this CPU lacks AVX-512");
+  const int64_t kLanes = variant == kAvx2 ? avx2::kLanes : variant == kAvx2x2 ? avx2x2::kLanes : avx512::kLanes;
+  const auto scan_rows = variant == kAvx2 ? avx2::scan_rows : variant == kAvx2x2 ? avx2x2::scan_rows
+                                                                                   : avx512::scan_rows;
   const int64_t P = (Q + kLanes - 1) / kLanes;
   std::vector<float> packed(P * D * kLanes, 0.0f), floor_minus(P * kLanes, kInf);
   const float* qv = queries.typed_data();
@@ -288,7 +284,7 @@ ffi::Error TopkScan(ffi::ThreadPool pool, int64_t flags, int64_t n_rows, int64_t
 
 }  // namespace
 
-// flags (Flags above), n_rows (rows of the call's segment), block; keys [1, Q, K], idx [1, Q, K],
+// flags (Flags above), n_rows (rows of the call's segment), block, variant (Variant above); keys [1, Q, K], idx [1, Q, K],
 // rows (segment, flat or [n_rows, D]), queries [Q, D], query_ids [Q], query_groups [Q],
 // row_groups [n_rows] (read with groups only), info i32[4] = (global index of row 0, rows at or past
 // this global index are padding, offset of row 0 in rows, blocks to skip), bad i32[1], sq_range
@@ -299,6 +295,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchTopkScanF32, TopkScan,
                                   .Attr<int64_t>("flags")
                                   .Attr<int64_t>("n_rows")
                                   .Attr<int64_t>("block")
+                                  .Attr<int64_t>("variant")
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()

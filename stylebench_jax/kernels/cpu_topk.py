@@ -3,8 +3,8 @@
 XLA's blocked scan (:func:`scan.local_scan`) scores a ``[Q, block]`` tile with one matmul, writes it
 to memory and reads it back to select each block's best; the kernel compares every score with its
 query's running K-th best while the score is still in a register (6 candidate rows x 16 queries
-per AVX2/FMA register block, a heap per query and thread), so no tile exists. Measured on the
-2-core AVX2 EPYC, 2026-11-27 (Q = 1000, D = 384, k = 10, unit Gaussian rows, the kernel alone
+per AVX2/FMA register block, x 32 with AVX-512; a heap per query and thread), so no tile exists.
+Measured on the 2-core AVX2 EPYC, 2026-11-27 (Q = 1000, D = 384, k = 10, unit Gaussian rows, the kernel alone
 against faiss ``IndexFlatIP`` in one process, 7 / 3 alternating rounds): N = 10^5 0.48-0.54 s vs
 faiss 0.64-0.70 s, N = 10^6 4.6-4.9 s vs 7.1-7.6 s; ``benchmarks/bench_topk.py`` has the whole
 search.
@@ -27,6 +27,10 @@ import jax.numpy as jnp
 import numpy as np
 
 NORMALIZE, USE_IDS, USE_GROUPS = 1, 2, 4  # the kernel's flags (cpu_topk.cc)
+# The kernel's vector width (cpu_topk.cc's Variant): 0 = the CPU's widest (AVX-512 where it has
+# AVX-512F, else AVX2), 1 = AVX2, 2 = AVX2 in AVX-512's 32-query panels (tests the wide layout on
+# AVX2 CPUs), 3 = AVX-512. Read when a scan step is traced (scan.scan_step caches per config).
+VARIANT = 0
 
 
 def applies(mesh) -> str | None:
@@ -37,6 +41,19 @@ def applies(mesh) -> str | None:
     if platform != "cpu":
         return f"the devices are {platform}, the kernel is CPU code"
     return native.unavailable()
+
+
+def auto_declines() -> str | None:
+    """Why ``kernel="auto"`` keeps XLA's scan although the kernel can run, or None. The kernel's
+    AVX2 width was measured faster than XLA's scan (and faiss) on an AVX2-only CPU; its AVX-512
+    width (32-query panels of zmm registers, what a CPU with AVX-512F runs) was not measured (no
+    such CPU at hand; its layout is tested at AVX2 width, ``VARIANT`` 2), so on those CPUs auto keeps
+    XLA's scan, whose dot uses AVX-512, and ``kernel="native"`` runs the kernel."""
+    from stylebench_jax.runtime import cpu_flags
+
+    if "avx512f" in cpu_flags():
+        return "this CPU has AVX-512: XLA's scan (the C++ scan's AVX-512 width is not measured yet)"
+    return None
 
 
 def scan_rows(keys, idx, rows, queries, query_ids, query_groups, row_groups, info, bad, sq_range, *,
@@ -58,5 +75,6 @@ def scan_rows(keys, idx, rows, queries, query_ids, query_groups, row_groups, inf
            jax.ShapeDtypeStruct(bad.shape, jnp.int32), jax.ShapeDtypeStruct(sq_range.shape, jnp.float32))
     call = jax.ffi.ffi_call(native.TOPK_TARGET, out)
     results = call(keys, idx, rows, queries, query_ids, query_groups, row_groups, info, bad, sq_range,
-                   flags=np.int64(flags), n_rows=np.int64(n_rows), block=np.int64(block))
+                   flags=np.int64(flags), n_rows=np.int64(n_rows), block=np.int64(block),
+                   variant=np.int64(VARIANT))
     return native.varying_like(results, keys)

@@ -5,10 +5,10 @@ candidate rows stream through a jitted ``shard_map`` step in blocks of ``block_s
 device; each block is scored with one matmul, reduced to its own top list (:mod:`blockwise`) and
 merged into a running ``[Q, L]`` list per device. The per-device lists are merged once at the end
 on the host, lexicographically by (score descending, candidate index ascending). On CPU devices
-the float32 step is by default one C++ call per device and call (:mod:`cpu_topk`: each score
-compared with its query's running k-th best in registers, no score tile; ``kernel="xla"`` keeps
-XLA's blocked step), with the same inputs and outputs; its scores can differ from XLA's in the
-last bits (another summation order, :mod:`cpu_topk`).
+without AVX-512 the float32 step is by default one C++ call per device and call (:mod:`cpu_topk`:
+each score compared with its query's running k-th best in registers, no score tile;
+``kernel="xla"`` keeps XLA's blocked step), with the same inputs and outputs; its scores can
+differ from XLA's in the last bits (another summation order, :mod:`cpu_topk`).
 
 Candidates can be an in-memory array, a ``.npy`` path or whole-file ``np.memmap`` (read by
 positional reads with a prefetch thread, see :mod:`npy_rows`), or a :class:`ShardedPool` resident
@@ -170,14 +170,15 @@ def _check_kernel(kernel: str) -> None:
 
 def resolve_kernel(kernel: str, mesh: Mesh, precision: str) -> str:
     """The float32 scan: ``"auto"`` -> ``"native"`` (the C++ kernel, :mod:`cpu_topk`) where it can run
-    on ``mesh`` (CPU devices, AVX2/FMA, a compiler), else ``"xla"``; ``"native"`` where it cannot
-    raises ValueError naming why. bfloat16 scans always run in XLA (the kernel is float32)."""
+    on ``mesh`` (CPU devices, AVX2/FMA, a compiler) and was measured to win (a CPU without AVX-512:
+    :func:`cpu_topk.auto_declines`), else ``"xla"``; ``"native"`` where it cannot run raises
+    ValueError naming why. bfloat16 scans always run in XLA (the kernel is float32)."""
     _check_kernel(kernel)
     if kernel == "xla" or precision != "float32":
         return "xla"
     reason = cpu_topk.applies(mesh)
     if reason is None:
-        return "native"
+        return "native" if kernel == "native" or cpu_topk.auto_declines() is None else "xla"
     if kernel == "native":
         raise ValueError(f"kernel: the native float32 scan cannot run: {reason}")
     return "xla"

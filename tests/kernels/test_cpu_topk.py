@@ -6,8 +6,9 @@ where it cannot run."""
 import jax
 import numpy as np
 import pytest
-from kernel_helpers import assert_topk_equal, dyadic, unit_rows
+from kernel_helpers import assert_topk_equal, dyadic, meshes, unit_rows
 
+from stylebench_jax import runtime
 from stylebench_jax.kernels import cpu_topk, native, shard_pool, topk_cosine
 from stylebench_jax.kernels import topk as topk_module
 from stylebench_jax.kernels.scan import ScanConfig
@@ -54,6 +55,7 @@ def test_native_equals_xla_on_real_valued_rows_and_resident_pools(mesh):
     q = unit_rows(rng, (21, 40))
     runs = {kernel: topk_cosine(q, c, 9, mesh=mesh, block_size=256, normalize=True, kernel=kernel)
             for kernel in ("native", "xla")}
+    auto = "native" if cpu_topk.auto_declines() is None else "xla"
     np.testing.assert_array_equal(runs["native"].indices, runs["xla"].indices)
     np.testing.assert_allclose(runs["native"].scores, runs["xla"].scores, atol=1e-6, rtol=0)
     np.testing.assert_allclose(runs["native"].norm_range, runs["xla"].norm_range, atol=1e-6)
@@ -61,19 +63,25 @@ def test_native_equals_xla_on_real_valued_rows_and_resident_pools(mesh):
     cn = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-30)
     assert_topk_equal(runs["native"], q, cn, 9, exact=False, tol=2e-6)
     pool = shard_pool(c, mesh, block_size=256)
-    resident = topk_cosine(q, pool, 9, normalize=True)
-    assert resident.kernel == "native"
+    resident = topk_cosine(q, pool, 9, normalize=True, kernel="native")
+    assert resident.kernel == "native" and topk_cosine(q, pool, 9, normalize=True).kernel == auto
     np.testing.assert_array_equal(resident.indices, runs["native"].indices)
     np.testing.assert_array_equal(resident.scores, runs["native"].scores)
 
 
 @needs_kernel
-def test_native_is_the_default_float32_scan_and_bfloat16_stays_in_xla():
+def test_native_is_the_default_float32_scan_without_avx512_and_bfloat16_stays_in_xla(monkeypatch):
     rng = np.random.default_rng(2)
     c, q = unit_rows(rng, (300, 16)), unit_rows(rng, (4, 16))
+    monkeypatch.setattr(runtime, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
     assert topk_cosine(q, c, 3).kernel == "native"
     assert topk_cosine(q, c, 3, precision="bfloat16").kernel == "xla"
     assert topk_cosine(q, c, 3, kernel="xla").kernel == "xla"
+    # AVX-512: the AVX2 kernel was not measured against XLA's AVX-512 dot there, so auto keeps XLA's
+    monkeypatch.setattr(runtime, "cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    assert "AVX-512" in cpu_topk.auto_declines()
+    assert topk_cosine(q, c, 3).kernel == "xla"
+    assert topk_cosine(q, c, 3, kernel="native").kernel == "native"
 
 
 def test_kernel_choice_is_checked(monkeypatch):
@@ -90,3 +98,43 @@ def test_kernel_choice_is_checked(monkeypatch):
                                       "bfloat16") == "xla"
     with pytest.raises(ValueError, match="native scan is float32 without thresholds"):
         ScanConfig(10, 64, 10, "bfloat16", False, False, False, native=True)
+
+
+@needs_kernel
+def test_every_vector_width_gives_the_same_bits(monkeypatch):
+    """AVX2's 16-query panels and AVX-512's 32-query layout (run here in AVX2 code, ``VARIANT`` 2)
+    return the same indices and bit-equal scores (the same FMA chain per lane), equal to brute
+    force on dyadic ties, with 40 queries (a partial last panel) on 1 and 8 devices; the AVX-512
+    width itself is refused by name on a CPU without it."""
+    from stylebench_jax import runtime
+    from stylebench_jax.kernels import scan as scan_module
+
+    rng = np.random.default_rng(8)
+    c = dyadic(rng, (3001, 20), levels=1)
+    q = np.concatenate([c[:7], dyadic(rng, (33, 20), levels=1)])
+    groups = rng.integers(0, 9, 3001)
+    results = {}
+    for variant in (1, 2):
+        monkeypatch.setattr(cpu_topk, "VARIANT", variant)
+        scan_module.scan_step.cache_clear()
+        for mesh_name, mesh in (("1dev", meshes()["1dev"]), ("8dev", meshes()["8dev"])):
+            results[variant, mesh_name] = topk_cosine(q, c, 11, mesh=mesh, block_size=256, exclude_self=False,
+                                                      query_groups=groups[:40], candidate_groups=groups,
+                                                      normalize=True, kernel="native")
+    scan_module.scan_step.cache_clear()
+    first = results[1, "1dev"]
+    for key, result in results.items():
+        np.testing.assert_array_equal(result.indices, first.indices, err_msg=str(key))
+        np.testing.assert_array_equal(result.scores, first.scores, err_msg=str(key))
+    plain = {}
+    for variant in (1, 2):
+        monkeypatch.setattr(cpu_topk, "VARIANT", variant)
+        scan_module.scan_step.cache_clear()
+        plain[variant] = topk_cosine(q, c, 11, mesh=meshes()["8dev"], block_size=256, kernel="native")
+        assert_topk_equal(plain[variant], q, c, 11)
+    if "avx512f" not in runtime.cpu_flags():
+        monkeypatch.setattr(cpu_topk, "VARIANT", 3)
+        scan_module.scan_step.cache_clear()
+        with pytest.raises(Exception, match="lacks AVX-512"):
+            topk_cosine(q, c, 11, kernel="native")
+    scan_module.scan_step.cache_clear()
