@@ -35,8 +35,8 @@ EXTRAS = {
     # Training data: `stylebench prepare-pairs` writes Parquet (tested with pyarrow 26.0.1).
     "train": ["pyarrow>=16,<27"],
     # PyTorch peers of benchmarks/bench_encoder.py and bench_train.py, and scripts/make_torch_fixtures.py
-    # (the tests read the fixtures and need no torch; scripts/setup_env.sh leaves it out). PyPI's Linux x86_64 wheel of
-    # torch is the CUDA build (several GB): install the CPU build of 2.13.0 first (README).
+    # (the tests read the fixtures and need no torch; scripts/setup_env.sh leaves it out). PyPI's Linux
+    # x86_64 wheel of torch is the CUDA build (several GB): install the CPU build of 2.13.0 first (README).
     "torch": ["torch==2.13.0", "transformers>=4.45,<5", "sentence-transformers>=5,<6"],
     # `stylebench raven`: PAN metrics, PPM and the AV baselines use only NumPy/SciPy/scikit-learn (core);
     # the report's figures need matplotlib.
@@ -64,7 +64,8 @@ setup(
               "stylebench_jax.bundled_suites"],
     package_dir={"stylebench_jax.bundled_suites": "configs/suites"},
     # kernels/*.cc, *.h: C++ kernels compiled on first use (kernels/native.py), so they ship as source.
-    package_data={"stylebench_jax": ["resources/*", "kernels/*.cc", "kernels/*.h"], "stylebench_jax.bundled_suites": ["*.yaml"]},
+    package_data={"stylebench_jax": ["resources/*", "kernels/*.cc", "kernels/*.h"],
+                  "stylebench_jax.bundled_suites": ["*.yaml"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["stylebench=stylebench_jax.cli:entry"]},

@@ -133,7 +133,9 @@ struct Vec {
   static T bcast(const float* p) { return _mm256_broadcast_ss(p); }
   static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
   static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
-  static uint64_t gt(T a, T t) { return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(a, t, _CMP_GT_OQ))); }
+  static uint64_t gt(T a, T t) {
+    return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(a, t, _CMP_GT_OQ)));
+  }
   static void store(float* p, T a) { _mm256_storeu_ps(p, a); }
 };
 #include "cpu_topk_lanes.h"
@@ -148,7 +150,9 @@ struct Vec {
   static T zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   static T load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
   static T bcast(const float* p) { return {_mm256_broadcast_ss(p), _mm256_broadcast_ss(p)}; }
-  static T fma(T a, T b, T c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
+  static T fma(T a, T b, T c) {
+    return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+  }
   static T mul(T a, T b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
   static uint64_t gt(T a, T t) { return avx2::Vec::gt(a.lo, t.lo) | (avx2::Vec::gt(a.hi, t.hi) << 8); }
   static void store(float* p, T a) {
@@ -194,12 +198,12 @@ bool has_avx512() {
   return __builtin_cpu_supports("avx512f");
 }
 
+using F32 = ffi::Buffer<ffi::F32>;
+using S32 = ffi::Buffer<ffi::S32>;
+
 ffi::Error TopkScan(ffi::ThreadPool pool, int64_t flags, int64_t n_rows, int64_t block, int64_t variant,
-                    ffi::Buffer<ffi::F32> keys,
-                    ffi::Buffer<ffi::S32> idx, ffi::Buffer<ffi::F32> rows, ffi::Buffer<ffi::F32> queries,
-                    ffi::Buffer<ffi::S32> query_ids, ffi::Buffer<ffi::S32> query_groups,
-                    ffi::Buffer<ffi::S32> row_groups, ffi::Buffer<ffi::S32> info, ffi::Buffer<ffi::S32> bad,
-                    ffi::Buffer<ffi::F32> sq_range, ffi::ResultBuffer<ffi::F32> keys_out,
+                    F32 keys, S32 idx, F32 rows, F32 queries, S32 query_ids, S32 query_groups, S32 row_groups,
+                    S32 info, S32 bad, F32 sq_range, ffi::ResultBuffer<ffi::F32> keys_out,
                     ffi::ResultBuffer<ffi::S32> idx_out, ffi::ResultBuffer<ffi::S32> bad_out,
                     ffi::ResultBuffer<ffi::F32> sq_out) {
   const auto qd = queries.dimensions();
@@ -220,11 +224,14 @@ ffi::Error TopkScan(ffi::ThreadPool pool, int64_t flags, int64_t n_rows, int64_t
   const int64_t hi = std::max(lo, std::min(n_rows / block * block, n_valid - start));
 
   if (variant == kAuto) variant = has_avx512() ? kAvx512 : kAvx2;
-  if (variant < kAvx2 || variant > kAvx512) return ffi::Error::InvalidArgument("cpu_topk: variant must be 0..3");
-  if (variant == kAvx512 && !has_avx512()) return ffi::Error::InvalidArgument("cpu_topk: this CPU lacks AVX-512");
-  const int64_t kLanes = variant == kAvx2 ? avx2::kLanes : variant == kAvx2x2 ? avx2x2::kLanes : avx512::kLanes;
-  const auto scan_rows = variant == kAvx2 ? avx2::scan_rows : variant == kAvx2x2 ? avx2x2::scan_rows
-                                                                                   : avx512::scan_rows;
+  if (variant < kAvx2 || variant > kAvx512)
+    return ffi::Error::InvalidArgument("cpu_topk: variant must be 0..3");
+  if (variant == kAvx512 && !has_avx512())
+    return ffi::Error::InvalidArgument("cpu_topk: this CPU lacks AVX-512");
+  const int64_t kLanes =
+      variant == kAvx2 ? avx2::kLanes : variant == kAvx2x2 ? avx2x2::kLanes : avx512::kLanes;
+  const auto scan_rows =
+      variant == kAvx2 ? avx2::scan_rows : variant == kAvx2x2 ? avx2x2::scan_rows : avx512::scan_rows;
   const int64_t P = (Q + kLanes - 1) / kLanes;
   std::vector<float> packed(P * D * kLanes, 0.0f), floor_minus(P * kLanes, kInf);
   const float* qv = queries.typed_data();
@@ -235,8 +242,8 @@ ffi::Error TopkScan(ffi::ThreadPool pool, int64_t flags, int64_t n_rows, int64_t
     for (int64_t j = 0; j < K; ++j) kth = std::min(kth, kv[q * K + j]);
     floor_minus[q] = kth == -kInf ? -kInf : std::nextafter(kth, -kInf);
   }
-  Scan s{rows.typed_data() + lead, packed.data(), D, Q, P, K, start, floor_minus.data(), query_ids.typed_data(),
-         query_groups.typed_data(), row_groups.typed_data(), flags};
+  Scan s{rows.typed_data() + lead, packed.data(), D, Q, P, K, start, floor_minus.data(),
+         query_ids.typed_data(), query_groups.typed_data(), row_groups.typed_data(), flags};
 
   const int64_t units = (hi - lo + kUnitRows - 1) / kUnitRows;
   std::vector<Thread> threads(stylebench::run_slots(pool, units));
@@ -284,8 +291,9 @@ ffi::Error TopkScan(ffi::ThreadPool pool, int64_t flags, int64_t n_rows, int64_t
 
 }  // namespace
 
-// flags (Flags above), n_rows (rows of the call's segment), block, variant (Variant above); keys [1, Q, K], idx [1, Q, K],
-// rows (segment, flat or [n_rows, D]), queries [Q, D], query_ids [Q], query_groups [Q],
+// flags (Flags above), n_rows (rows of the call's segment), block, variant (Variant above);
+// keys [1, Q, K], idx [1, Q, K], rows (segment, flat or [n_rows, D]), queries [Q, D], query_ids [Q],
+// query_groups [Q],
 // row_groups [n_rows] (read with groups only), info i32[4] = (global index of row 0, rows at or past
 // this global index are padding, offset of row 0 in rows, blocks to skip), bad i32[1], sq_range
 // f32[1, 2] -> keys, idx, bad, sq_range.
@@ -296,17 +304,17 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchTopkScanF32, TopkScan,
                                   .Attr<int64_t>("n_rows")
                                   .Attr<int64_t>("block")
                                   .Attr<int64_t>("variant")
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::S32>>()
-                                  .Ret<ffi::Buffer<ffi::S32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>());
+                                  .Arg<F32>()  // keys
+                                  .Arg<S32>()  // idx
+                                  .Arg<F32>()  // rows
+                                  .Arg<F32>()  // queries
+                                  .Arg<S32>()  // query_ids
+                                  .Arg<S32>()  // query_groups
+                                  .Arg<S32>()  // row_groups
+                                  .Arg<S32>()  // info
+                                  .Arg<S32>()  // bad
+                                  .Arg<F32>()  // sq_range
+                                  .Ret<F32>()
+                                  .Ret<S32>()
+                                  .Ret<S32>()
+                                  .Ret<F32>());

@@ -4,10 +4,9 @@ XLA's blocked scan (:func:`scan.local_scan`) scores a ``[Q, block]`` tile with o
 to memory and reads it back to select each block's best; the kernel compares every score with its
 query's running K-th best while the score is still in a register (6 candidate rows x 16 queries
 per AVX2/FMA register block, x 32 with AVX-512; a heap per query and thread), so no tile exists.
-Measured on the 2-core AVX2 EPYC, 2026-11-27 (Q = 1000, D = 384, k = 10, unit Gaussian rows, the kernel alone
-against faiss ``IndexFlatIP`` in one process, 7 / 3 alternating rounds): N = 10^5 0.48-0.54 s vs
-faiss 0.64-0.70 s, N = 10^6 4.6-4.9 s vs 7.1-7.6 s; ``benchmarks/bench_topk.py`` has the whole
-search.
+Measured with ``benchmarks/bench_topk.py`` on the 2-core AVX2 EPYC, 2026-11-27 (Q = 1000, D = 384,
+k = 10; README's Benchmarks): 0.64-0.85x the time of faiss ``IndexFlatIP`` at N = 10^5 to 3 x 10^6 on
+Gaussian, clustered and tiled real MiniLM pools, 0.64-0.82x the time of XLA's scan.
 
 Same contract as XLA's scan step (a drop-in for its fold over one call's rows): the running lists
 come in and go out sorted by (score descending, index ascending); rows at or past ``n_valid`` and
@@ -25,6 +24,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from stylebench_jax import runtime
 
 NORMALIZE, USE_IDS, USE_GROUPS = 1, 2, 4  # the kernel's flags (cpu_topk.cc)
 # The kernel's vector width (cpu_topk.cc's Variant): 0 = the CPU's widest (AVX-512 where it has
@@ -49,9 +50,7 @@ def auto_declines() -> str | None:
     width (32-query panels of zmm registers, what a CPU with AVX-512F runs) was not measured (no
     such CPU at hand; its layout is tested at AVX2 width, ``VARIANT`` 2), so on those CPUs auto keeps
     XLA's scan, whose dot uses AVX-512, and ``kernel="native"`` runs the kernel."""
-    from stylebench_jax.runtime import cpu_flags
-
-    if "avx512f" in cpu_flags():
+    if "avx512f" in runtime.cpu_flags():
         return "this CPU has AVX-512: XLA's scan (the C++ scan's AVX-512 width is not measured yet)"
     return None
 

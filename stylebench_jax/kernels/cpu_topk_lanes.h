@@ -12,8 +12,8 @@ constexpr int kLanes = 2 * Vec::W;  // queries per panel
 // Scores of 6 rows (x0 + r * stride) against one panel, compared with the panel's thresholds;
 // rows whose score passes go to the heaps (admissibility checked there). Every lane's score is the
 // FMA chain over d = 0..D-1, whatever the width.
-inline void block6(const Scan& s, const float* x0, int64_t stride, const float* scale, const float* qp, int64_t p,
-                   int64_t first, int count, float* thr, Thread& t) {
+inline void block6(const Scan& s, const float* x0, int64_t stride, const float* scale, const float* qp,
+                   int64_t p, int64_t first, int count, float* thr, Thread& t) {
   using T = typename Vec::T;
   // Named accumulators, not an array: GCC keeps an array's elements in memory across the loop.
   T a00 = Vec::zero(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00, a40 = a00,

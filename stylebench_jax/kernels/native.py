@@ -85,7 +85,7 @@ def library_name() -> str:
 
 
 def build(directory: str | Path | None = None) -> Path:
-    """Path of the compiled library, compiling it first when no build directory holds it (~15 s).
+    """Path of the compiled library, compiling it first when no build directory holds it (~20 s).
 
     ``directory``: where to build (default: the package's ``_build`` when writable, else the cache
     root's ``native``). Raises ``NativeBuildError`` naming the compiler's complaint."""

@@ -387,9 +387,8 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     if q.shape[1] != plan.dim:
         raise ValueError(f"queries have dimension {q.shape[1]}, candidates {plan.dim}")
     precision = resolve_precision(precision, plan.mesh, resident=plan.pool is not None)
-    _check_kernel(kernel)
-    # float32 only: a bfloat16 search neither builds the library nor refuses kernel="native" (its
-    # float32 re-search, if any, resolves the kernel itself)
+    # checks the name; float32 only: a bfloat16 search neither builds the library nor refuses
+    # kernel="native" (its float32 re-search, if any, resolves the kernel itself)
     ran = resolve_kernel(kernel, plan.mesh, precision)
     ids, qgroups = _query_exclusions(q.shape[0], exclude_self, query_ids, query_groups, plan)
     search = _Search(plan, q, ids, qgroups, min(k, plan.n), normalize, query_batch, progress)
