@@ -31,7 +31,11 @@ fake-device and capacity parts are CPU measurements).
 
 Throughput: examples (texts) per second over ``--steps`` steps after ``--warmup`` steps (compile
 time reported apart), in ``--rounds`` rounds interleaved across the 1-device systems (ours plain,
-ours cached, MNRL, CachedMNRL, then again); the best and the median round are reported. The process
+ours cached, MNRL, CachedMNRL, then again) after ``--warm-rounds`` untimed rounds of the same
+interleaving (default 1: the systems share one process and its heap, and the first system to run
+after the others' set-up grew its heap again: 0.8 million page faults and 1.5x its later rounds' time
+in the first round, 2026-11-27; a process that runs one system, as ``stylebench train`` does, pays
+that in its first two steps only); the best and the median round are reported. The process
 first applies the allocator settings ``stylebench train`` applies at start-up (``runtime.tune_malloc``; the
 peer, in the same process, gets them too); ``--default-malloc`` leaves glibc's defaults.
 Capacity: the largest global batch (pairs) whose step fits in ``--memory-gib``:
@@ -242,20 +246,27 @@ def peer_runner(first, second, batch, length, steps, warmup, chunk, loss_name, a
     return first_s, run, step.attention
 
 
-def timed_rounds(runners: dict, rounds: int, steps: int, batch: int) -> dict:
+def timed_rounds(runners: dict, rounds: int, steps: int, batch: int, warm_rounds: int = 1) -> dict:
     """Runs each ``(first_step_s, run, attention)`` of ``runners`` once per round, in turn
-    (interleaved, so that a slow minute of a shared machine falls on every system alike);
-    examples/s of the best round, the median round and every round."""
+    (interleaved, so that a slow minute of a shared machine falls on every system alike), after
+    ``warm_rounds`` untimed rounds; examples/s of the best round, the median round and every round."""
+    for _ in range(warm_rounds):
+        for _, run, _ in runners.values():
+            run()
     seconds = {name: [] for name in runners}
+    faults = {name: [] for name in runners}  # minor page faults per round (the process's)
     losses = {}
     for _ in range(rounds):
         for name, (_, run, _) in runners.items():
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             elapsed, losses[name] = run()
             seconds[name].append(elapsed)
+            faults[name].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
     examples = 2 * batch * steps
     return {name: {"examples_per_s": examples / min(values), "median_examples_per_s":
-                   examples / float(np.median(values)), "round_s": values, "step_s": min(values) / steps,
-                   "first_step_s": runners[name][0], "loss": losses[name], "attention": runners[name][2]}
+                   examples / float(np.median(values)), "round_s": values, "round_page_faults": faults[name],
+                   "step_s": min(values) / steps, "first_step_s": runners[name][0], "loss": losses[name],
+                   "attention": runners[name][2]}
             for name, values in seconds.items()}
 
 
@@ -304,6 +315,8 @@ def main() -> int:
                              "library's fast default (TF32 on NVIDIA GPUs; no change on CPUs)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="interleaved timing rounds of --steps steps per system (best and median kept)")
+    parser.add_argument("--warm-rounds", type=int, default=1,
+                        help="untimed interleaved rounds before the timed ones (default 1; see above)")
     parser.add_argument("--default-malloc", action="store_true",
                         help="leave glibc malloc at its defaults instead of the settings `stylebench train` "
                              "applies at start-up (stylebench_jax.runtime.tune_malloc)")
@@ -336,7 +349,8 @@ def main() -> int:
     if args.child:  # ours on N fake devices, printed as JSON for the parent
         n = int(args.child)
         runner = ours_runner(first, second, args.batch, args.length, *timing, None, n, False, rates[0])
-        print(json.dumps(timed_rounds({"ours": runner}, args.rounds, args.steps, args.batch)["ours"]))
+        timed = timed_rounds({"ours": runner}, args.rounds, args.steps, args.batch, args.warm_rounds)
+        print(json.dumps(timed["ours"]))
         return 0
     runners, rows = {}, []
     for rate in rates:  # keys (system, devices, gradient caching, attention dropout)
@@ -351,7 +365,7 @@ def main() -> int:
             for loss_name in ("mnrl", "cached_mnrl"):
                 runners[(f"sentence-transformers {loss_name}", 1, loss_name == "cached_mnrl", rate)] = \
                     peer_runner(first, second, args.batch, args.length, *timing, args.chunk, loss_name, rate)
-    timed = timed_rounds(runners, args.rounds, args.steps, args.batch)
+    timed = timed_rounds(runners, args.rounds, args.steps, args.batch, args.warm_rounds)
     for (system, devices, caching, rate), result in timed.items():
         rows.append({"system": system, "devices": devices, "gradient_caching": caching,
                      "attention_dropout": rate, **result})
@@ -360,7 +374,8 @@ def main() -> int:
                "JAX_PLATFORMS": "cpu"}
         out = subprocess.run([sys.executable, __file__, "--child", str(n), "--batch", str(args.batch),
                               "--length", str(args.length), "--steps", str(args.steps), "--warmup",
-                              str(args.warmup), "--rounds", str(args.rounds)]
+                              str(args.warmup), "--rounds", str(args.rounds),
+                              "--warm-rounds", str(args.warm_rounds)]
                              + ["--attention-dropout", str(rates[0])]
                              + (["--default-malloc"] if args.default_malloc else []),
                              env=env, capture_output=True, text=True, timeout=7200)

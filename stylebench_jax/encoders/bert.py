@@ -166,11 +166,14 @@ def grouped_attention(query, key, value, bias, groups: int, dropout: AttentionDr
 class HeadProjection(nn.Module):
     """``[B, L, H]`` -> ``[B, heads, L, head_dim]``; parameters as ``nn.DenseGeneral``'s with
     ``features=(heads, head_dim)`` (kernel ``[H, heads, head_dim]``, bias ``[heads, head_dim]``), so
-    checkpoints map the same, but the output is head-major for ``softmax_attention``."""
+    checkpoints map the same, but the output is head-major for ``softmax_attention``.
+    ``sequence_major``: ``[B, L, heads, head_dim]`` (a plain ``[B * L, H] x [H, H]`` product, no
+    transpose: what the C++ attention kernel reads in place)."""
 
     num_heads: int
     head_dim: int
     dtype: jnp.dtype = jnp.float32
+    sequence_major: bool = False
 
     @nn.compact
     def __call__(self, hidden):
@@ -178,23 +181,27 @@ class HeadProjection(nn.Module):
                             (hidden.shape[-1], self.num_heads, self.head_dim))
         bias = self.param("bias", _zeros(("heads", "kv")), (self.num_heads, self.head_dim))
         hidden, kernel, bias = nn.dtypes.promote_dtype(hidden, kernel, bias, dtype=self.dtype)
+        if self.sequence_major:
+            return jnp.einsum("bld,dnh->blnh", hidden, kernel) + bias
         return jnp.einsum("bld,dnh->bnlh", hidden, kernel) + bias[None, :, None, :]
 
 
 class HeadMerge(nn.Module):
-    """``[B, heads, L, head_dim]`` -> ``[B, L, H]``; parameters as ``nn.DenseGeneral``'s with
-    ``axis=(-2, -1)`` on ``[B, L, heads, head_dim]`` (kernel ``[heads, head_dim, H]``, bias ``[H]``)."""
+    """``[B, heads, L, head_dim]`` (``sequence_major``: ``[B, L, heads, head_dim]``) -> ``[B, L, H]``;
+    parameters as ``nn.DenseGeneral``'s with ``axis=(-2, -1)`` on ``[B, L, heads, head_dim]`` (kernel
+    ``[heads, head_dim, H]``, bias ``[H]``)."""
 
     features: int
     dtype: jnp.dtype = jnp.float32
+    sequence_major: bool = False
 
     @nn.compact
     def __call__(self, context):
         kernel = self.param("kernel", _init(("heads", "kv", "embed")),
-                            (context.shape[1], context.shape[3], self.features))
+                            (context.shape[2 if self.sequence_major else 1], context.shape[3], self.features))
         bias = self.param("bias", _zeros(("embed",)), (self.features,))
         context, kernel, bias = nn.dtypes.promote_dtype(context, kernel, bias, dtype=self.dtype)
-        return jnp.einsum("bnlh,nhd->bld", context, kernel) + bias
+        return jnp.einsum("blnh,nhd->bld" if self.sequence_major else "bnlh,nhd->bld", context, kernel) + bias
 
 
 class SelfAttention(nn.Module):
@@ -207,18 +214,22 @@ class SelfAttention(nn.Module):
     @nn.compact
     def __call__(self, hidden, mask_bias, deterministic: bool = True):
         cfg = self.config
-        query, key, value = (HeadProjection(cfg.num_heads, cfg.head_dim, self.dtype, name=name)(hidden)
+        # The C++ kernel reads the projections sequence-major ([B, L, heads, d]) in place; XLA's
+        # attention runs head-major (module docstring). Same parameters either way.
+        fused = self.fused_attention is not None
+        query, key, value = (HeadProjection(cfg.num_heads, cfg.head_dim, self.dtype, fused, name=name)(hidden)
                              for name in ("query", "key", "value"))
         dropout = None
         if not deterministic and self.dropout_rate > 0.0:
             dropout = AttentionDropout.draw(self.make_rng("dropout"), self.dropout_rate)
-        if self.fused_attention is not None:
+        if fused:
             from stylebench_jax.kernels.cpu_attention import fused_attention
 
-            context = fused_attention(query, key, value, mask_bias, self.fused_attention, dropout)
+            context = fused_attention(query, key, value, mask_bias, self.fused_attention, dropout,
+                                      sequence_major=True)
         else:
             context = grouped_attention(query, key, value, mask_bias, self.attention_groups, dropout)
-        return HeadMerge(cfg.hidden_size, self.dtype, name="output")(context)
+        return HeadMerge(cfg.hidden_size, self.dtype, fused, name="output")(context)
 
 
 class Layer(nn.Module):

@@ -1,7 +1,8 @@
 // Fused softmax attention for XLA:CPU, float32, called through jax.ffi (kernels/cpu_attention.py).
 //
 // out[b, h] = softmax(scale * q[b, h] k[b, h]^T + bias[b]) v[b, h] for q, k, v, out [B, H, L, D]
-// (row-major) and a key bias [B, 1, 1, L] (0 or -1e9: padding). One (sequence, head) at a time: the
+// (row-major; or, attribute sequence_major, [B, L, H, D]: the projections' layout, a unit's rows
+// H * D floats apart, so no transposes around the call) and a key bias [B, 1, 1, L] (0 or -1e9). One (sequence, head) at a time: the
 // [L, L] scores never leave the cache (6 rows of them live at once), which is what XLA:CPU's batched
 // products over [B, H, L, L] scores cannot do. (sequence, head) units are shared out to XLA's
 // intra-op thread pool (native_pool.h); every unit is computed by one thread in a fixed
@@ -160,21 +161,21 @@ inline void block_rows(int R, int K, const float* A, int ars, const float* B, in
   }
 }
 
-// Row-major [L, D] -> [D, Lp] (columns past L zero).
-inline void transpose_padded(const float* x, int L, int D, int Lp, float* xt) {
+// [L, D] rows ld floats apart -> [D, Lp] (columns past L zero).
+inline void transpose_padded(const float* x, int L, int D, int ld, int Lp, float* xt) {
   for (int d = 0; d < D; ++d) {
     float* row = xt + d * Lp;
-    for (int j = 0; j < L; ++j) row[j] = x[j * D + d];
+    for (int j = 0; j < L; ++j) row[j] = x[j * ld + d];
     std::fill(row + L, row + Lp, 0.0f);
   }
 }
 
-// One (sequence, head) u: q, k, v, out [L, D]; bias [L]; stats [2, L] or null (each row's max, then
-// its log sum of exp past the max); kDrop: attention dropout (drop); scratch holds
-// D * Lp + kRows * (Lp + D) + Lp floats.
+// One (sequence, head) u: q, k, v, out [L, D] with rows ld floats apart (D head-major, heads * D
+// sequence-major); bias [L]; stats [2, L] or null (each row's max, then its log sum of exp past the
+// max); kDrop: attention dropout (drop); scratch holds D * Lp + kRows * (Lp + D) + Lp floats.
 template <bool kDrop>
 void attend(const float* q, const float* k, const float* v, const float* bias, float* out, float* stats,
-            int L, int D, float scale, const Drop& drop, uint32_t u, float* scratch) {
+            int L, int D, int ld, float scale, const Drop& drop, uint32_t u, float* scratch) {
   const int Lp = (L + 15) / 16 * 16;
   float* kt = scratch;          // k^T [D, Lp], columns past L zero
   float* s = kt + D * Lp;       // scores, then exp, of kRows query rows [kRows, Lp]
@@ -183,11 +184,11 @@ void attend(const float* q, const float* k, const float* v, const float* bias, f
   const uint32_t unit_key = kDrop ? drop.unit_key(u) : 0;
   if (kDrop)
     for (int j = 0; j < Lp; ++j) columns[j] = column_key(j);
-  transpose_padded(k, L, D, Lp, kt);
+  transpose_padded(k, L, D, ld, Lp, kt);
   for (int i0 = 0; i0 < L; i0 += kRows) {
     const int R = std::min(kRows, L - i0);
     for (int r = 0; r < R; ++r)  // q * scale first, as bert.softmax_attention does
-      for (int d = 0; d < D; ++d) qs[r * D + d] = q[(i0 + r) * D + d] * scale;
+      for (int d = 0; d < D; ++d) qs[r * D + d] = q[(i0 + r) * ld + d] * scale;
     for (int j0 = 0; j0 < Lp; j0 += 16) block_rows(R, D, qs, D, kt + j0, Lp, s + j0, Lp);
     float inv[kRows];
     for (int r = 0; r < R; ++r) {
@@ -236,19 +237,19 @@ void attend(const float* q, const float* k, const float* v, const float* bias, f
       }
     }
     // Normalised after the product ([R, D] instead of [R, L] divisions), as bert.softmax_attention.
-    for (int c0 = 0; c0 < D; c0 += 16) block_rows(R, L, s, Lp, v + c0, D, out + i0 * D + c0, D);
+    for (int c0 = 0; c0 < D; c0 += 16) block_rows(R, L, s, Lp, v + c0, ld, out + i0 * ld + c0, ld);
     for (int r = 0; r < R; ++r)
-      for (int d = 0; d < D; ++d) out[(i0 + r) * D + d] *= inv[r];
+      for (int d = 0; d < D; ++d) out[(i0 + r) * ld + d] *= inv[r];
   }
 }
 
-// d of one (sequence, head) u (see the header): q, k, v, out, d_out, d_q, d_k, d_v [L, D]; bias,
-// d_bias [L]; stats [2, L]; kDrop: the forward's attention dropout (drop); scratch holds
-// L * D + 2 * D * Lp + 4 * Lp + 2 * kRows * Lp + L * Lp floats.
+// d of one (sequence, head) u (see the header): q, k, v, out, d_out, d_q, d_k, d_v [L, D] with rows
+// ld floats apart (as attend); bias, d_bias [L]; stats [2, L]; kDrop: the forward's attention dropout
+// (drop); scratch holds L * D + 2 * D * Lp + 4 * Lp + 2 * kRows * Lp + L * Lp floats.
 template <bool kDrop>
 void attend_backward(const float* q, const float* k, const float* v, const float* bias, const float* out,
                      const float* stats, const float* dout, float* dq, float* dk, float* dv, float* dbias,
-                     int L, int D, float scale, const Drop& drop, uint32_t u, float* scratch) {
+                     int L, int D, int ld, float scale, const Drop& drop, uint32_t u, float* scratch) {
   const int Lp = (L + 15) / 16 * 16;
   float* qs = scratch;            // q * scale [L, D]
   float* qst = qs + L * D;        // (q * scale)^T [D, Lp]
@@ -264,13 +265,14 @@ void attend_backward(const float* q, const float* k, const float* v, const float
     const uint32_t unit_key = drop.unit_key(u);
     for (int i = 0; i < Lp; ++i) rows[i] = row_key(unit_key, i);
   }
-  for (int i = 0; i < L * D; ++i) qs[i] = q[i] * scale;  // the forward's scaled query
-  transpose_padded(qs, L, D, Lp, qst);
-  transpose_padded(dout, L, D, Lp, dot);
+  for (int i = 0; i < L; ++i)  // the forward's scaled query, rows packed
+    for (int d = 0; d < D; ++d) qs[i * D + d] = q[i * ld + d] * scale;
+  transpose_padded(qs, L, D, D, Lp, qst);
+  transpose_padded(dout, L, D, ld, Lp, dot);
   for (int i = 0; i < Lp; ++i) {
     float acc = 0.0f;
     if (i < L)
-      for (int d = 0; d < D; ++d) acc += dout[i * D + d] * out[i * D + d];
+      for (int d = 0; d < D; ++d) acc += dout[i * ld + d] * out[i * ld + d];
     rowdot[i] = acc;
     rowmax[i] = i < L ? stats[i] : INFINITY;
     logsum[i] = i < L ? stats[L + i] : 0.0f;
@@ -278,8 +280,8 @@ void attend_backward(const float* q, const float* k, const float* v, const float
   for (int j0 = 0; j0 < L; j0 += kRows) {
     const int R = std::min(kRows, L - j0);
     for (int i0 = 0; i0 < Lp; i0 += 16) {
-      block_rows(R, D, k + j0 * D, D, qst + i0, Lp, pt + i0, Lp);   // s^T = k (q scale)^T
-      block_rows(R, D, v + j0 * D, D, dot + i0, Lp, dpt + i0, Lp);  // (d_out v^T)^T
+      block_rows(R, D, k + j0 * ld, ld, qst + i0, Lp, pt + i0, Lp);   // s^T = k (q scale)^T
+      block_rows(R, D, v + j0 * ld, ld, dot + i0, Lp, dpt + i0, Lp);  // (d_out v^T)^T
     }
     for (int r = 0; r < R; ++r) {
       const __m256 b = _mm256_set1_ps(bias[j0 + r]);
@@ -307,28 +309,39 @@ void attend_backward(const float* q, const float* k, const float* v, const float
       dbias[j0 + r] = hsum(acc);
     }
     for (int c0 = 0; c0 < D; c0 += 16) {
-      block_rows(R, L, pt, Lp, dout + c0, D, dv + j0 * D + c0, D);             // (p z)^T d_out
-      block_rows(R, L, dst + j0 * Lp, Lp, qs + c0, D, dk + j0 * D + c0, D);    // ds^T (q scale)
+      block_rows(R, L, pt, Lp, dout + c0, ld, dv + j0 * ld + c0, ld);           // (p z)^T d_out
+      block_rows(R, L, dst + j0 * Lp, Lp, qs + c0, D, dk + j0 * ld + c0, ld);  // ds^T (q scale)
     }
   }
   for (int i0 = 0; i0 < L; i0 += kRows) {  // d_q = scale ds k, ds read column-wise from ds^T
     const int R = std::min(kRows, L - i0);
-    for (int c0 = 0; c0 < D; c0 += 16) block_rows<true>(R, L, dst + i0, Lp, k + c0, D, dq + i0 * D + c0, D);
+    for (int c0 = 0; c0 < D; c0 += 16)
+      block_rows<true>(R, L, dst + i0, Lp, k + c0, ld, dq + i0 * ld + c0, ld);
     for (int r = 0; r < R; ++r)
-      for (int d = 0; d < D; ++d) dq[(i0 + r) * D + d] *= scale;
+      for (int d = 0; d < D; ++d) dq[(i0 + r) * ld + d] *= scale;
   }
 }
 
+// The operands' layout: head-major [B, H, L, D] (sequence_major 0) or sequence-major [B, L, H, D]
+// (1: the projections' own layout, read and written in place). Unit u = b * H + h either way.
 struct Dims {
   int64_t B, H, L, D;
+  bool sequence_major;
+  int64_t at(int64_t u) const {  // offset of unit u's first row
+    return sequence_major ? (u / H) * L * H * D + (u % H) * D : u * L * D;
+  }
+  int ld() const { return static_cast<int>(sequence_major ? H * D : D); }  // between a unit's rows
 };
 
-// Checks q's layout and that the other [B, H, L, D] operands and the [B, 1, 1, L] bias match it.
+// Checks q's layout and that the other operands (q's shape) and the [B, 1, 1, L] bias match it.
 ffi::Error check(const ffi::Buffer<ffi::F32>& q, std::initializer_list<const ffi::Buffer<ffi::F32>*> same,
-                 const ffi::Buffer<ffi::F32>& bias, Dims* dims) {
+                 const ffi::Buffer<ffi::F32>& bias, int64_t sequence_major, Dims* dims) {
   const auto d = q.dimensions();
-  if (d.size() != 4) return ffi::Error::InvalidArgument("cpu_attention: q must be [B, heads, L, D]");
-  *dims = {d[0], d[1], d[2], d[3]};
+  if (d.size() != 4)
+    return ffi::Error::InvalidArgument("cpu_attention: q must be [B, heads, L, D] or [B, L, heads, D]");
+  if (sequence_major != 0 && sequence_major != 1)
+    return ffi::Error::InvalidArgument("cpu_attention: sequence_major must be 0 or 1");
+  *dims = sequence_major ? Dims{d[0], d[2], d[1], d[3], true} : Dims{d[0], d[1], d[2], d[3], false};
   if (dims->D % 16 != 0) return ffi::Error::InvalidArgument("cpu_attention: head_dim must be a multiple of 16");
   for (auto* x : same)
     if (x->element_count() != q.element_count())
@@ -356,41 +369,44 @@ ffi::Error read_drop(const ffi::Buffer<ffi::U32>& seed, int64_t threshold, Drop*
 }
 
 // The forward over all units; stats (each unit's [2, L] row maxima and log sums) or null.
-ffi::Error forward(ffi::ThreadPool& pool, float scale, const ffi::Buffer<ffi::F32>& q, const ffi::Buffer<ffi::F32>& k,
-                   const ffi::Buffer<ffi::F32>& v, const ffi::Buffer<ffi::F32>& bias, const Drop& drop, float* op,
-                   float* sp) {
+ffi::Error forward(ffi::ThreadPool& pool, float scale, int64_t sequence_major, const ffi::Buffer<ffi::F32>& q,
+                   const ffi::Buffer<ffi::F32>& k, const ffi::Buffer<ffi::F32>& v, const ffi::Buffer<ffi::F32>& bias,
+                   const Drop& drop, float* op, float* sp) {
   Dims n;
-  if (auto error = check(q, {&k, &v}, bias, &n); error.failure()) return error;
+  if (auto error = check(q, {&k, &v}, bias, sequence_major, &n); error.failure()) return error;
   const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
   run_units(pool, n.B * n.H, forward_scratch(n), [=](int64_t u, int, float* scratch) {
-    const int64_t at = u * n.L * n.D;
+    const int64_t at = n.at(u);
     auto unit = drop.threshold ? attend<true> : attend<false>;
     unit(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp ? sp + u * 2 * n.L : nullptr,
-         static_cast<int>(n.L), static_cast<int>(n.D), scale, drop, static_cast<uint32_t>(u), scratch);
+         static_cast<int>(n.L), static_cast<int>(n.D), n.ld(), scale, drop, static_cast<uint32_t>(u), scratch);
   });
   return ffi::Error::Success();
 }
 
-ffi::Error Attention(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
-                     ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::ResultBuffer<ffi::F32> out) {
-  return forward(pool, scale, q, k, v, bias, Drop{}, out->typed_data(), nullptr);
+ffi::Error Attention(ffi::ThreadPool pool, float scale, int64_t sequence_major, ffi::Buffer<ffi::F32> q,
+                     ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias,
+                     ffi::ResultBuffer<ffi::F32> out) {
+  return forward(pool, scale, sequence_major, q, k, v, bias, Drop{}, out->typed_data(), nullptr);
 }
 
-ffi::Error AttentionForward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
-                            ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::U32> seed,
-                            int64_t threshold, ffi::ResultBuffer<ffi::F32> out, ffi::ResultBuffer<ffi::F32> stats) {
+ffi::Error AttentionForward(ffi::ThreadPool pool, float scale, int64_t sequence_major, ffi::Buffer<ffi::F32> q,
+                            ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias,
+                            ffi::Buffer<ffi::U32> seed, int64_t threshold, ffi::ResultBuffer<ffi::F32> out,
+                            ffi::ResultBuffer<ffi::F32> stats) {
   Drop drop;
   if (auto error = read_drop(seed, threshold, &drop); error.failure()) return error;
-  return forward(pool, scale, q, k, v, bias, drop, out->typed_data(), stats->typed_data());
+  return forward(pool, scale, sequence_major, q, k, v, bias, drop, out->typed_data(), stats->typed_data());
 }
 
-ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
-                             ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::U32> seed,
+ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, int64_t sequence_major, ffi::Buffer<ffi::F32> q,
+                             ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias,
+                             ffi::Buffer<ffi::U32> seed,
                              int64_t threshold, ffi::Buffer<ffi::F32> out, ffi::Buffer<ffi::F32> stats,
                              ffi::Buffer<ffi::F32> dout, ffi::ResultBuffer<ffi::F32> dq, ffi::ResultBuffer<ffi::F32> dk,
                              ffi::ResultBuffer<ffi::F32> dv, ffi::ResultBuffer<ffi::F32> dbias) {
   Dims n;
-  if (auto error = check(q, {&k, &v, &out, &dout}, bias, &n); error.failure()) return error;
+  if (auto error = check(q, {&k, &v, &out, &dout}, bias, sequence_major, &n); error.failure()) return error;
   if (stats.element_count() != 2 * n.B * n.H * n.L)
     return ffi::Error::InvalidArgument("cpu_attention: stats must be [B, heads, 2, L]");
   Drop drop;
@@ -401,10 +417,10 @@ ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, ffi::Buffer<ffi:
   const int64_t Lp = (n.L + 15) / 16 * 16;
   const int64_t scratch = n.L * n.D + 2 * n.D * Lp + 4 * Lp + 2 * kRows * Lp + n.L * Lp;
   run_units(pool, n.B * n.H, scratch, [=](int64_t u, int, float* s) {
-    const int64_t at = u * n.L * n.D;
+    const int64_t at = n.at(u);
     auto unit = drop.threshold ? attend_backward<true> : attend_backward<false>;
     unit(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp + u * 2 * n.L, gp + at, dqp + at, dkp + at,
-         dvp + at, dbp + u * n.L, static_cast<int>(n.L), static_cast<int>(n.D), scale, drop,
+         dvp + at, dbp + u * n.L, static_cast<int>(n.L), static_cast<int>(n.D), n.ld(), scale, drop,
          static_cast<uint32_t>(u), s);
   });
   return ffi::Error::Success();
@@ -419,9 +435,11 @@ extern "C" int stylebench_native_supported() {
 
 using F32 = ffi::Buffer<ffi::F32>;
 
-// The binding all three handlers share: XLA's thread pool, the scale, q, k, v and the bias.
+// The binding all three handlers share: XLA's thread pool, the scale, the layout (Dims), q, k, v and
+// the bias.
 auto bind_qkv_bias() {
-  return ffi::Ffi::Bind().Ctx<ffi::ThreadPool>().Attr<float>("scale").Arg<F32>().Arg<F32>().Arg<F32>().Arg<F32>();
+  return ffi::Ffi::Bind().Ctx<ffi::ThreadPool>().Attr<float>("scale").Attr<int64_t>("sequence_major")
+      .Arg<F32>().Arg<F32>().Arg<F32>().Arg<F32>();
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StylebenchCpuAttentionF32, Attention, bind_qkv_bias().Ret<F32>());

@@ -74,37 +74,51 @@ def _no_seed():
     return jnp.zeros((2,), jnp.uint32)
 
 
-def _forward_call(query, key, value, bias, seed, threshold: int):
+def _units(query, sequence_major: bool) -> tuple[int, int, int]:
+    """``(B, heads, L)`` of ``[B, heads, L, d]`` (or, ``sequence_major``, ``[B, L, heads, d]``) operands."""
+    batch, second, third = query.shape[:3]
+    return (batch, third, second) if sequence_major else (batch, second, third)
+
+
+def _layout(query, sequence_major: bool) -> dict:
+    """The attributes every handler takes: the query's scale and the layout."""
+    return {"scale": _scale(query), "sequence_major": np.int64(sequence_major)}
+
+
+def _forward_call(query, key, value, bias, seed, threshold: int, sequence_major: bool):
     # stats [B, H, 2, L]: each query row's score maximum and log sum of exp past it (the .cc header)
+    batch, heads, length = _units(query, sequence_major)
     return varying_like(jax.ffi.ffi_call(
         ATTENTION_FORWARD_TARGET, (jax.ShapeDtypeStruct(query.shape, jnp.float32),
-                         jax.ShapeDtypeStruct((*query.shape[:2], 2, query.shape[2]), jnp.float32)))(
-        query, key, value, bias, seed, scale=_scale(query), threshold=np.int64(threshold)), query)
+                                   jax.ShapeDtypeStruct((batch, heads, 2, length), jnp.float32)))(
+        query, key, value, bias, seed, threshold=np.int64(threshold), **_layout(query, sequence_major)),
+        query)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(5,))
-def _attention(query, key, value, bias, seed, threshold: int):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6))
+def _attention(query, key, value, bias, seed, threshold: int, sequence_major: bool):
     """The kernel's attention; ``seed`` u32[2] and ``threshold`` (a Python int, 0 = none): the
-    attention dropout of ``encoders.dropout.AttentionDropout``."""
+    attention dropout of ``encoders.dropout.AttentionDropout``; ``sequence_major``: the layout."""
     if threshold:  # the training forward (the inference handler has no dropout); stats unused
-        return _forward_call(query, key, value, bias, seed, threshold)[0]
+        return _forward_call(query, key, value, bias, seed, threshold, sequence_major)[0]
     out = jax.ShapeDtypeStruct(query.shape, jnp.float32)
     call = jax.ffi.ffi_call(ATTENTION_TARGET, (out,))
-    return varying_like(call(query, key, value, bias, scale=_scale(query)), query)[0]
+    return varying_like(call(query, key, value, bias, **_layout(query, sequence_major)), query)[0]
 
 
-def _attention_forward(query, key, value, bias, seed, threshold: int):
-    out, stats = _forward_call(query, key, value, bias, seed, threshold)
+def _attention_forward(query, key, value, bias, seed, threshold: int, sequence_major: bool):
+    out, stats = _forward_call(query, key, value, bias, seed, threshold, sequence_major)
     return out, (query, key, value, bias, seed, out, stats)
 
 
-def _attention_backward(threshold: int, residuals, d_out):
+def _attention_backward(threshold: int, sequence_major: bool, residuals, d_out):
     query, key, value, bias, seed, out, stats = residuals
     grads = jax.ShapeDtypeStruct(query.shape, jnp.float32)
+    d_bias_shape = jax.ShapeDtypeStruct(_units(query, sequence_major), jnp.float32)
     d_query, d_key, d_value, d_bias = varying_like(jax.ffi.ffi_call(
-        ATTENTION_BACKWARD_TARGET, (grads, grads, grads, jax.ShapeDtypeStruct(query.shape[:3], jnp.float32)))(
-        query, key, value, bias, seed, out, stats, d_out, scale=_scale(query), threshold=np.int64(threshold)),
-        query)
+        ATTENTION_BACKWARD_TARGET, (grads, grads, grads, d_bias_shape))(
+        query, key, value, bias, seed, out, stats, d_out, threshold=np.int64(threshold),
+        **_layout(query, sequence_major)), query)
     d_seed = np.zeros(seed.shape, jax.dtypes.float0)  # an integer input: no gradient
     return d_query, d_key, d_value, d_bias.sum(axis=1).reshape(bias.shape), d_seed  # d_bias [B, H, L] summed
 
@@ -113,9 +127,12 @@ _attention.defvjp(_attention_forward, _attention_backward)
 
 
 def fused_attention(query, key, value, bias, mesh: Mesh | str | None = None,
-                    dropout: AttentionDropout | None = None):
+                    dropout: AttentionDropout | None = None, sequence_major: bool = False):
     """``softmax(q k^T / sqrt(d) + bias) v`` per head by the C++ kernel: ``[B, heads, L, d]`` float32
-    -> ``[B, heads, L, d]``; ``bias`` ``[B, 1, 1, L]`` additive (0 or -1e9). Differentiable (the
+    -> ``[B, heads, L, d]``, or with ``sequence_major`` ``[B, L, heads, d]`` -> ``[B, L, heads, d]``
+    (the projections' own layout: the kernel reads and writes it in place, no transposes around
+    the call; the same arithmetic per unit, so the same bits as the head-major call transposed);
+    ``bias`` ``[B, 1, 1, L]`` additive (0 or -1e9). Differentiable (the
     module docstring). ``dropout``: attention-probability dropout (training), the draws of
     ``encoders.dropout.attention_keep`` for units ``b * heads + h`` of the arrays as given (so only
     with ``mesh`` ``None``, ``LOCAL`` or one device).
@@ -130,14 +147,16 @@ def fused_attention(query, key, value, bias, mesh: Mesh | str | None = None,
         raise ValueError(f"mesh: expected a Mesh, None or {LOCAL!r}, found {mesh!r}")
     if mesh is None or isinstance(mesh, str) or mesh.devices.size == 1:
         if dropout is None:
-            return _attention(query, key, value, bias, _no_seed(), 0)
-        return _attention(query, key, value, bias, dropout.seed, dropout.threshold)
+            return _attention(query, key, value, bias, _no_seed(), 0, sequence_major)
+        return _attention(query, key, value, bias, dropout.seed, dropout.threshold, sequence_major)
     if dropout is not None:  # per-shard unit indices would repeat every shard's draws
         raise ValueError("fused_attention: attention dropout runs on one device's arrays (mesh None, "
                          f"{LOCAL!r} or one device), found a mesh of {mesh.devices.size} devices")
-    batch_axis = "data" if query.shape[0] % mesh.shape["data"] == 0 else None
-    head_axis = "model" if query.shape[1] % mesh.shape["model"] == 0 else None
-    heads, rows = PartitionSpec(batch_axis, head_axis), PartitionSpec(batch_axis)
-    return jax.shard_map(lambda q, k, v, b: _attention(q, k, v, b, _no_seed(), 0), mesh=mesh,
+    batch, n_heads, _ = _units(query, sequence_major)
+    batch_axis = "data" if batch % mesh.shape["data"] == 0 else None
+    head_axis = "model" if n_heads % mesh.shape["model"] == 0 else None
+    heads = PartitionSpec(*((batch_axis, None, head_axis) if sequence_major else (batch_axis, head_axis)))
+    rows = PartitionSpec(batch_axis)
+    return jax.shard_map(lambda q, k, v, b: _attention(q, k, v, b, _no_seed(), 0, sequence_major), mesh=mesh,
                          in_specs=(heads, heads, heads, rows), out_specs=heads, check_vma=False)(
         query, key, value, bias)
