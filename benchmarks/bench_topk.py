@@ -12,9 +12,8 @@ with its own noise of norm ``--tile-noise`` (cosine ~0.98 with its source at 0.2
 so the pool keeps the real geometry (style groups, anisotropy) without exact ties. Every
 method is warmed once (compilation, BLAS threads, faiss's index) and timed best of ``--repeats``:
 
-* ours: ``topk_cosine`` float32 (its default scan: the C++ kernel of ``kernels.cpu_topk`` on an
-  AVX2 CPU where it builds; ``ours f32 x``: XLA's blocked scan, ``kernel="xla"``; ``ours f32 c``: the
-  C++ kernel where the default is XLA's, e.g. AVX-512 CPUs) and certified bfloat16 (XLA)
+* ours: ``topk_cosine`` float32 (its default scan: the C++ kernel of ``kernels.cpu_topk`` on a
+  CPU where it builds; ``ours f32 x``: XLA's blocked scan, ``kernel="xla"``) and certified bfloat16 (XLA)
   on an ordinary NumPy array (16-byte
   aligned, what ``np.load`` returns; used in place all the same), ``--aligned`` for a 64-byte
   aligned one. ``compile`` = first call minus best call. The default precision (``topk_cosine``'s
@@ -80,7 +79,7 @@ sys.path.insert(0, str(REPO))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from stylebench_jax.kernels import all_pairs_auroc_eer, cpu_topk, native, topk_cosine  # noqa: E402
+from stylebench_jax.kernels import all_pairs_auroc_eer, topk_cosine  # noqa: E402
 from stylebench_jax.kernels.npy_rows import aligned_empty  # noqa: E402
 from stylebench_jax.kernels.scan import DEFAULT_BLOCK  # noqa: E402
 
@@ -345,11 +344,8 @@ def run_regime(c, q, k, args, peaks) -> dict:
             numpy_s, found = best_time(lambda: numpy_topk(q, c, k), args.repeats)
         row.update(numpy_s=numpy_s, numpy_recall_vs_exact=recall(found, exact),
                    numpy_peak_rss_mb=rss.peak_mb, numpy_working_set_mb=rss.working_mb)
-    # ours: the default float32 scan (the C++ kernel on an AVX2 CPU where it builds); ours_xla: XLA's;
-    # ours_native: the C++ kernel where the default is XLA's but the kernel runs (AVX-512 CPUs)
+    # ours: the default float32 scan (the C++ kernel on a CPU where it builds); ours_xla: XLA's
     methods = [("float32", "auto", "ours"), ("float32", "xla", "ours_xla"), ("bfloat16", "auto", "ours_bf16")]
-    if not on_gpu() and native.unavailable() is None and cpu_topk.auto_declines() is not None:
-        methods.insert(2, ("float32", "native", "ours_native"))
     for precision, kernel, key in methods:
         def search(precision=precision, kernel=kernel):
             return topk_cosine(q, c, k, precision=precision, block_size=args.block_size,
@@ -522,8 +518,7 @@ def print_table(results: dict) -> None:
             f"{'%peak':>6} {'recall':>7} {'peak RSS MB':>11} {'working MB':>10}")
     print(head)
     print("-" * len(head))
-    methods = (("ours", "ours f32"), ("ours_xla", "ours f32 x"), ("ours_native", "ours f32 c"),
-               ("ours_bf16", "ours bf16"),
+    methods = (("ours", "ours f32"), ("ours_xla", "ours f32 x"), ("ours_bf16", "ours bf16"),
                ("numpy", "numpy"), ("faiss", "faiss"),
                ("ours_resident", "ours f32 r"), ("ours_bf16_resident", "ours bf16 r"), ("torch", "torch f32"),
                ("torch_resident", "torch f32 r"), ("torch_bf16_resident", "torch bf16 r"))
@@ -539,8 +534,7 @@ def print_table(results: dict) -> None:
                   f"{row.get(f'{key}_recall_vs_exact', 1.0):>7.4f} "
                   f"{row.get(f'{key}_peak_rss_mb', float('nan')):>11.0f} "
                   f"{row.get(f'{key}_working_set_mb', float('nan')):>10.0f}")
-        print(f"{'':>26} ours f32: the {row.get('ours_kernel', 'xla')} scan; f32 x: XLA's scan"
-              + ("; f32 c: the C++ scan (not the default here)" if "ours_native_s" in row else ""))
+        print(f"{'':>26} ours f32: the {row.get('ours_kernel', 'xla')} scan; f32 x: XLA's scan")
         print(f"{'':>26} compile (first call - best): f32 {row['ours_compile_s']:.2f} s, "
               f"bf16 {row['ours_bf16_compile_s']:.2f} s; "
               f"bf16 queries grown {row['ours_bf16_grown_queries']}, "

@@ -30,11 +30,11 @@ Rows must be L2-normalised (scores are cosines) unless --normalize is given. The
 read in blocks with a bounded working set, so pools larger than memory work. --bf16 scores with a
 bfloat16 matmul and re-scores a shortlist in float32; the top k stays exact (certified per query;
 an uncertified query first gets a longer shortlist from a second bfloat16 pass, and is searched again
-in float32 only when that would be too long). Without --bf16 the search runs in float32: on an AVX2
-CPU in the C++ scan (kernels/cpu_topk.cc: no score matrix, 0.64-0.71x faiss IndexFlatIP's time on
-the 2-core AVX2 VM, bench_topk.py), else (AVX-512 CPUs, accelerators, no compiler) in XLA's blocked
-scan (the summary line names the scan); the faster exact path on CPUs without native bfloat16 dot
-instructions.
+in float32 only when that would be too long). Without --bf16 the search runs in float32: on a CPU
+in the C++ scan (kernels/cpu_topk.cc: no score matrix; 0.64-0.71x faiss IndexFlatIP's time on a
+2-core AVX2 EPYC, below faiss on a 2-core AVX-512 one too, README's Benchmarks), else (accelerators,
+no compiler or AVX2) in XLA's blocked scan (the summary line names the scan); on CPUs the faster
+exact path, bfloat16 dot instructions or not.
 """
 
 

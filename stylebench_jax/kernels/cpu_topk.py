@@ -6,7 +6,9 @@ query's running K-th best while the score is still in a register (6 candidate ro
 per AVX2/FMA register block, x 32 with AVX-512; a heap per query and thread), so no tile exists.
 Measured with ``benchmarks/bench_topk.py`` on the 2-core AVX2 EPYC, 2026-11-27 (Q = 1000, D = 384,
 k = 10; README's Benchmarks): 0.64-0.85x the time of faiss ``IndexFlatIP`` at N = 10^5 to 3 x 10^6 on
-Gaussian, clustered and tiled real MiniLM pools, 0.64-0.82x the time of XLA's scan.
+Gaussian, clustered and tiled real MiniLM pools, 0.64-0.82x the time of XLA's scan; on a 2-core
+AVX-512 EPYC (Zen 4) the same day, 0.79x XLA's scan and 0.94x faiss at N = 10^5 (its AVX-512 and
+AVX2 widths within 2% of each other there: Zen 4 runs 512-bit FMAs as two 256-bit halves).
 
 Same contract as XLA's scan step (a drop-in for its fold over one call's rows): the running lists
 come in and go out sorted by (score descending, index ascending); rows at or past ``n_valid`` and
@@ -25,8 +27,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stylebench_jax import runtime
-
 NORMALIZE, USE_IDS, USE_GROUPS = 1, 2, 4  # the kernel's flags (cpu_topk.cc)
 # The kernel's vector width (cpu_topk.cc's Variant): 0 = the CPU's widest (AVX-512 where it has
 # AVX-512F, else AVX2), 1 = AVX2, 2 = AVX2 in AVX-512's 32-query panels (tests the wide layout on
@@ -42,17 +42,6 @@ def applies(mesh) -> str | None:
     if platform != "cpu":
         return f"the devices are {platform}, the kernel is CPU code"
     return native.unavailable()
-
-
-def auto_declines() -> str | None:
-    """Why ``kernel="auto"`` keeps XLA's scan although the kernel can run, or None. The kernel's
-    AVX2 width was measured faster than XLA's scan (and faiss) on an AVX2-only CPU; its AVX-512
-    width (32-query panels of zmm registers, what a CPU with AVX-512F runs) was not measured (no
-    such CPU at hand; its layout is tested at AVX2 width, ``VARIANT`` 2), so on those CPUs auto keeps
-    XLA's scan, whose dot uses AVX-512, and ``kernel="native"`` runs the kernel."""
-    if "avx512f" in runtime.cpu_flags():
-        return "this CPU has AVX-512: XLA's scan (the C++ scan's AVX-512 width is not measured yet)"
-    return None
 
 
 def scan_rows(keys, idx, rows, queries, query_ids, query_groups, row_groups, info, bad, sq_range, *,

@@ -5,7 +5,7 @@ candidate rows stream through a jitted ``shard_map`` step in blocks of ``block_s
 device; each block is scored with one matmul, reduced to its own top list (:mod:`blockwise`) and
 merged into a running ``[Q, L]`` list per device. The per-device lists are merged once at the end
 on the host, lexicographically by (score descending, candidate index ascending). On CPU devices
-without AVX-512 the float32 step is by default one C++ call per device and call (:mod:`cpu_topk`:
+the float32 step is by default one C++ call per device and call (:mod:`cpu_topk`:
 each score compared with its query's running k-th best in registers, no score tile;
 ``kernel="xla"`` keeps XLA's blocked step), with the same inputs and outputs; its scores can
 differ from XLA's in the last bits (another summation order, :mod:`cpu_topk`).
@@ -57,7 +57,10 @@ kernel (matrix-vector instead of matrix-matrix) and may differ in the last bit, 
 candidates whose float32 scores agree to ~``D * 2^-24``.
 
 Precision ``"auto"`` picks ``"bfloat16"`` where its matmul outruns float32 (:func:`fast_bfloat16`:
-an accelerator, or a CPU with AVX512-BF16 / AMX-BF16) and ``"float32"`` elsewhere. On CPUs without
+an accelerator, or a CPU with AVX512-BF16 / AMX-BF16 where the C++ float32 scan cannot run) and
+``"float32"`` elsewhere. The C++ float32 scan (:mod:`cpu_topk`) beat XLA's certified bfloat16 scan
+on a 2-core AVX-512/AVX512-BF16 EPYC (Zen 4; ``bench_topk.py``, 2026-11-27: N = 10^5, Q = 1000,
+0.38 vs 0.46 s), so there ``"auto"`` is float32 too. On CPUs without
 native bfloat16 (e.g. AVX2-only), XLA's bfloat16 matmul is *slower* than its float32 one (0.6x
 measured on a 2-core AVX2 EPYC, ``bench_topk.py``), so bfloat16 can only lose there. On an
 accelerator, ``"auto"`` is bfloat16 only for a pool resident on the devices (``jax.Array`` or
@@ -154,13 +157,16 @@ def _check_precision(precision: str) -> None:
 def resolve_precision(precision: str, mesh: Mesh, *, resident: bool = True) -> str:
     """``"auto"`` -> ``"bfloat16"`` where :func:`fast_bfloat16` and, on accelerators, the pool is
     ``resident`` on the devices (a host pool streamed to an accelerator is transfer-bound: module
-    docstring), else ``"float32"``; other precisions as given."""
+    docstring) and, on CPU, the C++ float32 scan cannot run (where it runs it outruns XLA's
+    bfloat16 scan: module docstring), else ``"float32"``; other precisions as given."""
     _check_precision(precision)
     if precision != "auto":
         return precision
     if not fast_bfloat16(mesh):
         return "float32"
-    return "bfloat16" if resident or mesh.devices.flat[0].platform == "cpu" else "float32"
+    if mesh.devices.flat[0].platform == "cpu":
+        return "float32" if cpu_topk.applies(mesh) is None else "bfloat16"
+    return "bfloat16" if resident else "float32"
 
 
 def _check_kernel(kernel: str) -> None:
@@ -169,16 +175,16 @@ def _check_kernel(kernel: str) -> None:
 
 
 def resolve_kernel(kernel: str, mesh: Mesh, precision: str) -> str:
-    """The float32 scan: ``"auto"`` -> ``"native"`` (the C++ kernel, :mod:`cpu_topk`) where it can run
-    on ``mesh`` (CPU devices, AVX2/FMA, a compiler) and was measured to win (a CPU without AVX-512:
-    :func:`cpu_topk.auto_declines`), else ``"xla"``; ``"native"`` where it cannot run raises
-    ValueError naming why. bfloat16 scans always run in XLA (the kernel is float32)."""
+    """The float32 scan: ``"auto"`` -> ``"native"`` (the C++ kernel, :mod:`cpu_topk`: measured faster
+    than XLA's scan on AVX2 and AVX-512 CPUs) where it can run on ``mesh`` (CPU devices, AVX2/FMA, a
+    compiler), else ``"xla"``; ``"native"`` where it cannot run raises ValueError naming why.
+    bfloat16 scans always run in XLA (the kernel is float32)."""
     _check_kernel(kernel)
     if kernel == "xla" or precision != "float32":
         return "xla"
     reason = cpu_topk.applies(mesh)
     if reason is None:
-        return "native" if kernel == "native" or cpu_topk.auto_declines() is None else "xla"
+        return "native"
     if kernel == "native":
         raise ValueError(f"kernel: the native float32 scan cannot run: {reason}")
     return "xla"

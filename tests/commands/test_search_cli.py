@@ -143,9 +143,9 @@ def test_console_entry_point(pool):
     proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "8 queries x 203 candidates" in proc.stderr
-    from stylebench_jax.kernels import cpu_topk, native
+    from stylebench_jax.kernels import native
 
-    default = native.unavailable() is None and cpu_topk.auto_declines() is None  # the default float32 scan
+    default = native.unavailable() is None  # the default float32 scan
     scan = "C++ scan" if default else "XLA scan"
     assert f"(float32, {scan})" in proc.stderr
     assert [h["indices"] for h in read_hits(out)] == brute_force(q, c, 3)[0]

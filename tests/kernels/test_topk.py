@@ -362,16 +362,19 @@ def _fake_mesh(platform: str):
     return type("FakeMesh", (), {"devices": np.array([device])})()
 
 
-@pytest.mark.parametrize(("platform", "cpu_bf16", "resident", "expected"), [
-    ("gpu", False, True, "bfloat16"),    # resident on an accelerator: bfloat16 outruns float32
-    ("gpu", False, False, "float32"),    # streamed from the host: transfer-bound, float32 as fast
-    ("tpu", False, False, "float32"),
-    ("cpu", False, True, "float32"),     # AVX2 only: XLA's bfloat16 dot is slower
-    ("cpu", True, False, "bfloat16"),    # AMX / AVX512-BF16: host memory is the devices' memory
+@pytest.mark.parametrize(("platform", "cpu_bf16", "native", "resident", "expected"), [
+    ("gpu", False, False, True, "bfloat16"),    # resident on an accelerator: bfloat16 outruns float32
+    ("gpu", False, False, False, "float32"),    # streamed from the host: transfer-bound, float32 as fast
+    ("tpu", False, False, False, "float32"),
+    ("cpu", False, True, True, "float32"),      # AVX2 only: XLA's bfloat16 dot is slower
+    ("cpu", True, False, False, "bfloat16"),    # AMX / AVX512-BF16 without the C++ float32 scan
+    ("cpu", True, True, False, "float32"),      # ... with it: the C++ float32 scan is faster
 ])
-def test_auto_precision_by_platform_and_residency(monkeypatch, platform, cpu_bf16, resident, expected):
+def test_auto_precision_by_platform_and_residency(monkeypatch, platform, cpu_bf16, native, resident,
+                                                  expected):
     flags = frozenset({"amx_bf16"} if cpu_bf16 else {"avx2"})
     monkeypatch.setattr(topk_module, "_cpu_flags", lambda: flags)
+    monkeypatch.setattr(topk_module.cpu_topk, "applies", lambda mesh: None if native else "no compiler")
     mesh = _fake_mesh(platform)
     assert topk_module.resolve_precision("auto", mesh, resident=resident) == expected
     assert topk_module.resolve_precision("float32", mesh, resident=resident) == "float32"
