@@ -31,7 +31,7 @@ trainer set it on CPU, float32): attention runs instead in the C++ kernels of
 ``kernels.cpu_attention`` (one sequence and head at a time, the scores kept in cache; MiniLM on real
 texts -3% to +15% sentences/s in three runs, 64 x 256 tokens ~13% faster), per shard of that mesh;
 differentiable (a fused backward kernel). The projections are then sequence-major (``[B, L, heads,
-head_dim]``, plain ``[B L, H] x [H, H]`` products), which the kernels read and write in place: no
+head_dim]``, plain ``[B * L, H] x [H, H]`` products), which the kernels read and write in place: no
 transposes around them (a MiniLM train step 2.0 -> ~1.9 s on a 2-core AVX-512 EPYC).
 """
 

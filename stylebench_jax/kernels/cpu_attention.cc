@@ -1,8 +1,9 @@
 // Fused softmax attention for XLA:CPU, float32, called through jax.ffi (kernels/cpu_attention.py).
 //
 // out[b, h] = softmax(scale * q[b, h] k[b, h]^T + bias[b]) v[b, h] for q, k, v, out [B, H, L, D]
-// (row-major; or, attribute sequence_major, [B, L, H, D]: the projections' layout, a unit's rows
-// H * D floats apart, so no transposes around the call) and a key bias [B, 1, 1, L] (0 or -1e9). One (sequence, head) at a time: the
+// (row-major; or, attribute sequence_major, [B, L, H, D]: the projections' layout, a unit's
+// rows H * D floats apart, so no transposes around the call) and a key bias [B, 1, 1, L]
+// (0 or -1e9). One (sequence, head) at a time: the
 // [L, L] scores never leave the cache (6 rows of them live at once), which is what XLA:CPU's batched
 // products over [B, H, L, L] scores cannot do. (sequence, head) units are shared out to XLA's
 // intra-op thread pool (native_pool.h); every unit is computed by one thread in a fixed

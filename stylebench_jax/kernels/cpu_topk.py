@@ -7,8 +7,9 @@ per AVX2/FMA register block, x 32 with AVX-512; a heap per query and thread), so
 Measured with ``benchmarks/bench_topk.py`` on the 2-core AVX2 EPYC, 2026-11-27 (Q = 1000, D = 384,
 k = 10; README's Benchmarks): 0.64-0.85x the time of faiss ``IndexFlatIP`` at N = 10^5 to 3 x 10^6 on
 Gaussian, clustered and tiled real MiniLM pools, 0.64-0.82x the time of XLA's scan; on a 2-core
-AVX-512 EPYC (Zen 4) the same day, 0.79x XLA's scan and 0.94x faiss at N = 10^5 (its AVX-512 and
-AVX2 widths within 2% of each other there: Zen 4 runs 512-bit FMAs as two 256-bit halves).
+AVX-512 EPYC (Zen 4) the same day, 0.80-0.94x faiss and 0.73-0.84x XLA's scan over the same pools
+(its AVX-512 and AVX2 widths within 2% of each other there: Zen 4 runs 512-bit FMAs as two 256-bit
+halves).
 
 Same contract as XLA's scan step (a drop-in for its fold over one call's rows): the running lists
 come in and go out sorted by (score descending, index ascending); rows at or past ``n_valid`` and

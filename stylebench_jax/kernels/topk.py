@@ -57,10 +57,12 @@ kernel (matrix-vector instead of matrix-matrix) and may differ in the last bit, 
 candidates whose float32 scores agree to ~``D * 2^-24``.
 
 Precision ``"auto"`` picks ``"bfloat16"`` where its matmul outruns float32 (:func:`fast_bfloat16`:
-an accelerator, or a CPU with AVX512-BF16 / AMX-BF16 where the C++ float32 scan cannot run) and
-``"float32"`` elsewhere. The C++ float32 scan (:mod:`cpu_topk`) beat XLA's certified bfloat16 scan
-on a 2-core AVX-512/AVX512-BF16 EPYC (Zen 4; ``bench_topk.py``, 2026-11-27: N = 10^5, Q = 1000,
-0.38 vs 0.46 s), so there ``"auto"`` is float32 too. On CPUs without
+an accelerator, or a CPU with AVX512-BF16 / AMX-BF16 unless the float32 search runs the C++ scan)
+and ``"float32"`` elsewhere. On a 2-core AVX-512/AVX512-BF16 EPYC (Zen 4; ``bench_topk.py``,
+2026-11-27, Q = 1000) certified bfloat16 was 8-9% faster than the C++ float32 scan on Gaussian
+pools of 10^6 and 3 x 10^6 rows, but 1.5-2.4x slower on tiled real MiniLM and clustered pools,
+whose close scores fail the certificate (and 1.2x slower at 10^5), so with the C++ scan ``"auto"``
+is float32 there. On CPUs without
 native bfloat16 (e.g. AVX2-only), XLA's bfloat16 matmul is *slower* than its float32 one (0.6x
 measured on a 2-core AVX2 EPYC, ``bench_topk.py``), so bfloat16 can only lose there. On an
 accelerator, ``"auto"`` is bfloat16 only for a pool resident on the devices (``jax.Array`` or
@@ -154,18 +156,19 @@ def _check_precision(precision: str) -> None:
                          f"found {precision!r}")
 
 
-def resolve_precision(precision: str, mesh: Mesh, *, resident: bool = True) -> str:
+def resolve_precision(precision: str, mesh: Mesh, *, resident: bool = True, kernel: str = "auto") -> str:
     """``"auto"`` -> ``"bfloat16"`` where :func:`fast_bfloat16` and, on accelerators, the pool is
     ``resident`` on the devices (a host pool streamed to an accelerator is transfer-bound: module
-    docstring) and, on CPU, the C++ float32 scan cannot run (where it runs it outruns XLA's
-    bfloat16 scan: module docstring), else ``"float32"``; other precisions as given."""
+    docstring) and, on CPU, the float32 search would not run the C++ scan (``kernel`` ``"xla"``, or
+    the scan cannot run: with it, float32 is the robust choice, module docstring), else
+    ``"float32"``; other precisions as given."""
     _check_precision(precision)
     if precision != "auto":
         return precision
     if not fast_bfloat16(mesh):
         return "float32"
     if mesh.devices.flat[0].platform == "cpu":
-        return "float32" if cpu_topk.applies(mesh) is None else "bfloat16"
+        return "float32" if kernel != "xla" and cpu_topk.applies(mesh) is None else "bfloat16"
     return "bfloat16" if resident else "float32"
 
 
@@ -392,9 +395,10 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     plan = _plan(candidates, mesh, candidate_groups, block_size, chunk_rows)
     if q.shape[1] != plan.dim:
         raise ValueError(f"queries have dimension {q.shape[1]}, candidates {plan.dim}")
-    precision = resolve_precision(precision, plan.mesh, resident=plan.pool is not None)
-    # checks the name; float32 only: a bfloat16 search neither builds the library nor refuses
-    # kernel="native" (its float32 re-search, if any, resolves the kernel itself)
+    # precision "auto" on a CPU with bfloat16 dot instructions asks whether the C++ scan runs
+    # (building the library); resolve_kernel checks the name, float32 only: a bfloat16 search
+    # neither builds the library nor refuses kernel="native" (its float32 re-search resolves it)
+    precision = resolve_precision(precision, plan.mesh, resident=plan.pool is not None, kernel=kernel)
     ran = resolve_kernel(kernel, plan.mesh, precision)
     ids, qgroups = _query_exclusions(q.shape[0], exclude_self, query_ids, query_groups, plan)
     search = _Search(plan, q, ids, qgroups, min(k, plan.n), normalize, query_batch, progress)

@@ -377,6 +377,8 @@ def test_auto_precision_by_platform_and_residency(monkeypatch, platform, cpu_bf1
     monkeypatch.setattr(topk_module.cpu_topk, "applies", lambda mesh: None if native else "no compiler")
     mesh = _fake_mesh(platform)
     assert topk_module.resolve_precision("auto", mesh, resident=resident) == expected
+    if platform == "cpu" and cpu_bf16:  # float32 asked to run XLA's scan: bfloat16 is the faster
+        assert topk_module.resolve_precision("auto", mesh, resident=resident, kernel="xla") == "bfloat16"
     assert topk_module.resolve_precision("float32", mesh, resident=resident) == "float32"
     assert topk_module.resolve_precision("bfloat16", mesh, resident=resident) == "bfloat16"
 
@@ -385,9 +387,9 @@ def test_search_tells_auto_whether_the_pool_is_resident(monkeypatch):
     seen = []
     real = topk_module.resolve_precision
 
-    def spy(precision, mesh, *, resident=True):
+    def spy(precision, mesh, *, resident=True, kernel="auto"):
         seen.append(resident)
-        return real(precision, mesh, resident=resident)
+        return real(precision, mesh, resident=resident, kernel=kernel)
 
     monkeypatch.setattr(topk_module, "resolve_precision", spy)
     rng = np.random.default_rng(0)
