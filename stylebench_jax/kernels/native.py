@@ -1,6 +1,7 @@
 """The C++ kernels for XLA:CPU (``*.cc`` beside this file), built into one library and registered
-with ``jax.ffi``: the fused attention (``cpu_attention``) and the exact float32 top-k scan
-(``cpu_topk``). ``native_pool.h`` shares their work over XLA's intra-op threads.
+with ``jax.ffi``: the fused attention (``cpu_attention``), the exact float32 top-k scan
+(``cpu_topk``) and the all-pairs rank counting (``cpu_pairs``). ``native_pool.h`` shares their work
+over XLA's intra-op threads.
 
 The library is compiled on first use with the system's C++ compiler (``$CXX``, else
 ``c++``/``g++``) against the installed jaxlib's XLA FFI headers, into ``stylebench_jax/kernels/_build/``
@@ -35,17 +36,18 @@ import jax
 from stylebench_jax.runtime import cpu_flags
 
 HERE = Path(__file__).parent
-SOURCES = (HERE / "cpu_attention.cc", HERE / "cpu_topk.cc")
+SOURCES = (HERE / "cpu_attention.cc", HERE / "cpu_topk.cc", HERE / "cpu_pairs.cc")
 HEADERS = (HERE / "native_pool.h", HERE / "cpu_topk_lanes.h")
 # FFI target name -> the library's handler symbol
 ATTENTION_TARGET = "stylebench_cpu_attention_f32"  # forward only (inference)
 ATTENTION_FORWARD_TARGET = "stylebench_cpu_attention_forward_f32"  # + per-row max and log sum (training)
 ATTENTION_BACKWARD_TARGET = "stylebench_cpu_attention_backward_f32"
 TOPK_TARGET = "stylebench_topk_scan_f32"
+PAIRS_TARGET = "stylebench_pair_ranks"
 TARGETS = {ATTENTION_TARGET: "StylebenchCpuAttentionF32",
            ATTENTION_FORWARD_TARGET: "StylebenchCpuAttentionForwardF32",
            ATTENTION_BACKWARD_TARGET: "StylebenchCpuAttentionBackwardF32",
-           TOPK_TARGET: "StylebenchTopkScanF32"}
+           TOPK_TARGET: "StylebenchTopkScanF32", PAIRS_TARGET: "StylebenchPairRanks"}
 CXX_FLAGS = ("-O3", "-mavx2", "-mfma", "-std=c++17", "-shared", "-fPIC")
 BUILD_TIMEOUT_S = 300
 NO_COMPILER = ("no C++ compiler found ($CXX, c++, g++, clang++); install one (Debian: apt install g++) "

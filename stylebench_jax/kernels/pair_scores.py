@@ -12,17 +12,22 @@ differ in how many passes they need.
 labels alone (``sum_g n_g (n_g - 1) / 2`` positives). The rarer class (positives, unless one label
 holds most items) is collected exactly: with the rows sorted by label its pairs lie in the tiles
 near the diagonal (at N = 50,000 in groups of ~50 and B = 2048, 49 of 325 tiles), computed once
-and compacted into a ``[count]`` key list. Its distinct key prefixes (top ``b`` bits, ``b`` in
-16..24 chosen for the fewest passes, then the smallest tables) become slots with a full table of
-the ``32 - b`` low bits; one pass over all tiles then counts the other class at its full key
-inside the slots and per prefix elsewhere. Every rarer-class key ``k`` then knows exactly how many
-other-class pairs score below it and equal to it, which is the Mann-Whitney U, ties included.
-When the slot tables exceed ``max_fine_bytes`` they are split over passes (each later pass must
-reproduce the first one's per-prefix totals, or it raises). Memory within ``max_fine_bytes``:
-during the collection a buffer of the rarer class's 4-byte keys on each device (any device may
-hold them all) and the host's key list; then the host's keys plus one pass's tables (per-prefix
-int32 counts, the slot tables, the prefix-to-slot lookup on each device). Passes at N = 50,000:
-1 (plus the collection tiles) where radix needs 2 (384-d data) or 4 (hard data).
+and compacted into a ``[count]`` key list, ``d`` distinct keys ``u_0 < ... < u_{d-1}``. One pass
+over all tiles then ranks every pair of the other class among them: the pair with key ``v`` adds
+1 to bin ``2 g + e`` of a ``2 (d + 1)`` histogram, ``g`` = distinct keys below ``v``, ``e`` = 1
+when ``v == u_g``. So every rarer-class key knows exactly how many other-class pairs score below
+it and equal to it, which is the Mann-Whitney U, ties included, and the bins are the exact ROC.
+The rank comes from the key's top ``b`` bits (``b`` in 16..24, chosen for the fewest passes, then
+the fewest bytes): a ``2^b`` int32 lookup gives the prefix's slot (prefixes holding a distinct key)
+or, elsewhere, ``g`` itself; a slot's rank table (``2^(32 - b) + 1`` uint8 / uint16 ranks of its
+keys' low bits) gives the rest. When the tables exceed the budget they are split over passes
+(each pass ranks exactly the keys of its slots). On CPU the counting of each tile runs in C++
+(``cpu_pairs.cc``: XLA computes the tile's products, the kernel ranks and counts them over XLA's
+threads, no ``[B, B]`` index temporaries); elsewhere the same arithmetic in XLA. Before, the slots
+held ``2^(32 - b)`` int32 counts each (408 MB of tables at N = 50,000 on hard data, 606-613 MB
+working set, 21.5 s); the rank tables take 90 MB there (306-331 MB working set, 19-24 s).
+Passes at N = 50,000: 1 (plus the collection tiles) where radix needs 2 (384-d data) or 4-5
+(hard data).
 
 **Radix method** (``method="radix"``; ``"auto"`` falls back to it when the minority method's keys
 or tables do not fit the budget, or when it would need as many passes as radix's least).
@@ -39,15 +44,20 @@ per level:
 
 With ``tolerance > 0`` refinement stops once the unrefined mixed bins, counted as ties, can move the
 AUROC by at most ``tolerance`` (``auroc_error_bound`` in the result); the bin where the ROC crosses
-FNR = FPR is always refined, so the EER stays exact. Memory per device: the embeddings, a few
-``[B, B]`` tile temporaries, and one histogram of ``2^(w + 1)`` int32 per refined bin (``w`` bits of
-the level); one pass's histograms (device copies, plus the host's running total when a pass needs
-more than one call of up to 2^31 - 1 pairs) take at most ``max_fine_bytes``, more bins take more
-passes. Each pass is folded into the sums as it finishes (within-bin U, the EER crossing's
-sub-bins, the next level's mixed bins), so only one pass's histograms are ever held (before, every
-pass's int64 counts were kept: 8.9 GB at N = 50,000 for a 512 MB budget). In dense regions the last
-level needs about 8 bytes per distinct float32 value in the score range where both classes occur
-(a few hundred MB for cosines), independent of N.
+FNR = FPR is always refined, so the EER stays exact. Each pass is folded into the sums as it
+finishes (within-bin U, the EER crossing's sub-bins, the next level's mixed bins), so only one
+pass's histograms are ever held (before, every pass's int64 counts were kept: 8.9 GB at
+N = 50,000 for a 512 MB budget). In dense regions the last level needs about 8 bytes per distinct
+float32 value in the score range where both classes occur (a few hundred MB for cosines),
+independent of N.
+
+**Memory** (``max_fine_bytes``, default 512 MB): the call's working set besides the embeddings'
+copies. Each plan counts its tables and histograms (the devices' copies, the host's arrays and
+running totals), XLA's temporaries of the counting program (read from its compiled memory
+analysis: the ``[B, B]`` tiles' arithmetic) and leaves ``_runtime_reserve`` (an eighth of the
+budget, at most 64 MB) to the compiled programs and the runtime; more bins or slots take more
+passes. Measured at N = 50,000 on hard data: 306-331 MB (minority) and 437-440 MB (radix, 5
+passes) of resident memory above the start of the call (``benchmarks/bench_topk.py --pairs-n``).
 AUROC and EER definitions: :mod:`stylebench_jax.metrics.roc` (the kernels count, the metrics decide).
 """
 
@@ -75,6 +85,15 @@ SPARSE_LEVELS = (16, 8, 8)  # key bits resolved per histogram level (sum 32): fe
 DENSE_LEVELS = (20, 12)  # one pass fewer when bins are well filled (> DENSE_PAIRS pairs)
 DENSE_PAIRS = 1 << 26
 MAX_COUNTS_PER_CALL = 2**31 - 1  # pairs per jitted call, all devices: the int32 histograms cannot overflow
+# Part of max_fine_bytes left to what no plan counts: XLA's compiled programs and runtime, the
+# call's smaller arrays (resident memory grew 60-96 MB before the first counting pass at
+# N = 50,000); an eighth of the budget, at most this.
+RUNTIME_BYTES = 64 << 20
+WITHIN_BYTES = 8 << 20  # int64 temporaries of the radix fold per chunk of bins (a few alive at once)
+
+
+def _runtime_reserve(max_fine_bytes: int) -> int:
+    return min(RUNTIME_BYTES, max_fine_bytes // 8)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,16 +126,21 @@ def float_keys(scores: jnp.ndarray) -> jnp.ndarray:
     return jnp.where((bits >> 31) == 1, ~bits, bits | jnp.uint32(0x80000000))
 
 
-def _tile(x, labels, n, block, r, c):
-    """Keys, validity (``i < j < n``) and positive flags of tile (row block r, column block c)."""
+def _tile_scores(x, labels, block, r, c):
+    """Scores ``[B, B]`` of tile (row block r, column block c) and the two blocks' labels."""
     a = lax.dynamic_slice_in_dim(x, r * block, block)
     b = lax.dynamic_slice_in_dim(x, c * block, block)
     s = lax.dot_general(a, b, (((1,), (1,)), ((), ())), precision=lax.Precision.HIGHEST)
+    la = lax.dynamic_slice_in_dim(labels, r * block, block)
+    return s, la, lax.dynamic_slice_in_dim(labels, c * block, block)
+
+
+def _tile(x, labels, n, block, r, c):
+    """Keys, validity (``i < j < n``) and positive flags of tile (row block r, column block c)."""
+    s, la, lb = _tile_scores(x, labels, block, r, c)
     i = r * block + jnp.arange(block, dtype=jnp.int32)
     j = c * block + jnp.arange(block, dtype=jnp.int32)
     valid = (i[:, None] < j[None, :]) & (j[None, :] < n) & (r >= 0)
-    la = lax.dynamic_slice_in_dim(labels, r * block, block)
-    lb = lax.dynamic_slice_in_dim(labels, c * block, block)
     return float_keys(s), valid, (la[:, None] == lb[None, :]).astype(jnp.int32)
 
 
@@ -140,11 +164,11 @@ def _tile_histogram(tiles, x, labels, n, block: int, size: int, index_of):
     return lax.psum(hist, "data") if lax.axis_size("data") > 1 else hist
 
 
-def _histogram_step(local_fn, mesh: Mesh, **static):
-    """``local_fn(tiles, x, labels, n, table, slot0, **static)`` over the mesh, jitted: tiles split
-    over ``data``, everything else replicated, the summed histogram replicated."""
+def _histogram_step(local_fn, mesh: Mesh, n_tables: int = 2, **static):
+    """``local_fn(tiles, x, labels, n, *tables, **static)`` (``n_tables`` of them) over the mesh,
+    jitted: tiles split over ``data``, everything else replicated, the summed histogram replicated."""
     fn = jax.shard_map(functools.partial(local_fn, **static), mesh=mesh,
-                       in_specs=(P("data"), P(), P(), P(), P(), P()),
+                       in_specs=(P("data"), P(), P(), P(), *(P(),) * n_tables),
                        out_specs=P() if mesh.shape["data"] > 1 else P("data"), check_vma=True)
     return jax.jit(fn)
 
@@ -181,6 +205,22 @@ def _hist_step(mesh: Mesh, block: int, bits: tuple[int, ...], level: int, slots:
     return _histogram_step(_local_hist, mesh, block=block, bits=bits, level=level, slots=slots)
 
 
+@functools.lru_cache(maxsize=32)
+def _hist_temp(mesh: Mesh, block: int, shape: tuple[int, int], bits: tuple[int, ...], level: int,
+               per_call: int, lut_sizes: tuple[int, ...]) -> int:
+    """XLA's temporaries per device of a radix pass at ``level`` (probed with one slot: they hold the
+    tiles' ``[B, B]`` arithmetic, whatever the histogram's size)."""
+    rep, n_data = replicated(mesh), mesh.shape["data"]
+    rows = round_up(shape[0], block)
+    args = (jax.ShapeDtypeStruct((n_data * per_call, 2), jnp.int32, sharding=batch_sharding(mesh, 1)),
+            jax.ShapeDtypeStruct((rows, shape[1]), jnp.float32, sharding=rep),
+            jax.ShapeDtypeStruct((rows,), jnp.int32, sharding=rep),
+            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep),
+            tuple(jax.ShapeDtypeStruct((size,), jnp.int32, sharding=rep) for size in lut_sizes),
+            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep))
+    return _temp_bytes(_hist_step(mesh, block, bits, level, 1), *args)
+
+
 def _local_collect(tiles, x, labels, n, *, block: int, cls: int, cap: int):
     """Keys of this device's pairs of class ``cls`` (1: same label, 0: different labels):
     ``[cap]`` uint32 whose first ``count`` entries are set (tile order), and ``count``."""
@@ -206,32 +246,83 @@ def _collect_step(mesh: Mesh, block: int, cls: int, cap: int):
     return jax.jit(fn)
 
 
-def _local_counts(tiles, x, labels, n, lut, slot0, *, block: int, bits: int, slots: int, cls: int,
-                  first: bool):
-    """Counts of this device's pairs of the other class than ``cls`` (the majority), summed over
-    devices: ``[2^bits * first + slots * 2^(32 - bits)]`` int32. A pair whose key prefix (top
-    ``bits`` bits) has a slot in ``lut`` within ``[slot0, slot0 + slots)`` is counted at its full
-    key: ``coarse + (slot - slot0) * 2^(32 - bits) + low bits``; with ``first`` every other pair
-    is counted at its prefix (index < ``2^bits``); the rest are dropped."""
+def _local_ranks(tiles, x, labels, n, lut, starts, table, slot0, *, block: int, bits: int, cls: int,
+                 size: int, native: bool):
+    """Ranks of this device's pairs of the other class than ``cls`` among the rarer class's distinct
+    keys ``u_0 < u_1 < ... < u_{d-1}``, counted and summed over devices: ``[size]`` int32,
+    ``size = 2 (d + 1)``. A pair with key ``v`` adds 1 at ``2 g + e``: ``g`` = the number of distinct
+    keys below ``v``, ``e`` = 1 when ``v == u_g``.
+
+    ``lut [2^bits]`` int32 per key prefix (top ``bits`` bits): the prefix's slot ``s >= 0`` when
+    distinct keys have that prefix, else ``-(g + 1)`` (all keys of such a prefix share ``g``).
+    A pair in slot ``s`` of this pass (``table [k, 2^(32 - bits) + 1]``, rows ``slot0 .. slot0 + k
+    - 1``): ``g = starts[s] + table[s - slot0, low]``, the slot's distinct keys whose low
+    ``32 - bits`` bits are below the pair's, and ``e`` = 1 when ``table[., low + 1]`` is one more
+    (modulo the table's unsigned dtype: a slot of 256 keys wraps a uint8 row's last entry). A pair
+    in a slot outside this pass counts at ``2 starts[s]``: below every key of the later slots and
+    above every key of the earlier ones, all this pass's keys need from it.
+
+    ``native``: each tile's scores from XLA's product, counted by the C++ kernel (``cpu_pairs.cc``:
+    one sweep, no ``[B, B]`` temporaries); else the same arithmetic in XLA (gathers and a scatter)."""
+    if native:
+        return _native_ranks(tiles, x, labels, n, lut, starts, table, slot0, block=block, bits=bits, cls=cls,
+                             size=size)
     shift = 32 - bits
     width = 1 << shift
-    coarse = (1 << bits) if first else 0
-    size = coarse + slots * width
+    k = table.shape[0]
+    mask = (1 << (8 * table.dtype.itemsize)) - 1
+    flat = table.ravel()
 
     def index_of(keys, valid, positive):
-        prefix = (keys >> shift).astype(jnp.int32)
-        local = lut[prefix] - slot0  # lut -1: no key of the rarer class has this prefix
-        fine = (local >= 0) & (local < slots)
-        low = (keys & jnp.uint32(width - 1)).astype(jnp.int32)
-        index = jnp.where(fine, coarse + local * width + low, prefix if first else size)
-        return jnp.where(valid & (positive != cls), index, size)
+        entry = lut[(keys >> shift).astype(jnp.int32)]
+        slot = jnp.maximum(entry, 0)
+        local = slot - slot0
+        inside = (entry >= 0) & (local >= 0) & (local < k)
+        at = jnp.where(inside, local, 0) * (width + 1) + (keys & jnp.uint32(width - 1)).astype(jnp.int32)
+        rank = flat[at].astype(jnp.int32)
+        equal = inside & (((flat[at + 1].astype(jnp.int32) - rank) & mask) == 1)
+        g = jnp.where(entry >= 0, starts[slot] + jnp.where(inside, rank, 0), -entry - 1)
+        return jnp.where(valid & (positive != cls), 2 * g + equal.astype(jnp.int32), size)
 
     return _tile_histogram(tiles, x, labels, n, block, size, index_of)
 
 
+def _native_ranks(tiles, x, labels, n, lut, starts, table, slot0, *, block: int, bits: int, cls: int,
+                  size: int):
+    """:func:`_local_ranks` with the C++ counting kernel (the histogram updated in place per tile)."""
+    from stylebench_jax.kernels import native
+
+    call = jax.ffi.ffi_call(native.PAIRS_TARGET, (jax.ShapeDtypeStruct((size,), jnp.int32),
+                                                  jax.ShapeDtypeStruct((block * block + block,), jnp.int32)),
+                            input_output_aliases={0: 0})
+
+    def body(t, hist):
+        r, c = tiles[t, 0], tiles[t, 1]
+        s, la, lb = _tile_scores(x, labels, block, r, c)
+        meta = jnp.stack([r, c, n, slot0]).astype(jnp.int32)
+        out, _ = call(hist, s, la, lb, meta, lut, starts, table, shift=np.int64(32 - bits), cls=np.int64(cls))
+        return native.varying_like((out,), hist)[0]  # the scratch output (the bins) is dropped
+
+    init = lax.pcast(jnp.zeros(size, jnp.int32), ("data",), to="varying")
+    hist = lax.fori_loop(0, tiles.shape[0], body, init)
+    return lax.psum(hist, "data") if lax.axis_size("data") > 1 else hist
+
+
+RANK_KERNEL = "auto"  # "auto": the C++ counting on CPU devices where it builds; "xla": XLA's (tests)
+
+
+def _rank_native(mesh: Mesh) -> bool:
+    """Whether the minority counting runs the C++ kernel on ``mesh``."""
+    from stylebench_jax.kernels import native
+
+    if RANK_KERNEL == "xla" or mesh.devices.flat[0].platform != "cpu":
+        return False
+    return native.unavailable() is None
+
+
 @functools.lru_cache(maxsize=16)
-def _count_step(mesh: Mesh, block: int, bits: int, slots: int, cls: int, first: bool):
-    return _histogram_step(_local_counts, mesh, block=block, bits=bits, slots=slots, cls=cls, first=first)
+def _rank_step(mesh: Mesh, block: int, bits: int, cls: int, size: int, native: bool):
+    return _histogram_step(_local_ranks, mesh, 4, block=block, bits=bits, cls=cls, size=size, native=native)
 
 
 def _minority_tiles(codes: np.ndarray, block: int, cls: int) -> np.ndarray:
@@ -306,7 +397,7 @@ def _crossing(pos: np.ndarray, neg: np.ndarray, n_pos: int, n_neg: int) -> int:
     return len(pos) - 1 - int(np.argmax(gap <= 0))
 
 
-def _within_u(counts: np.ndarray, temp_bytes: int = 32 << 20) -> int:
+def _within_u(counts: np.ndarray, temp_bytes: int = WITHIN_BYTES) -> int:
     """``2 U`` summed over refined bins ``counts [bins, 2^w, 2]`` (neg, pos), a few bins at a time
     so the int64 temporaries stay near ``temp_bytes``."""
     chunk = max(1, temp_bytes // (8 * counts.shape[1]))
@@ -353,10 +444,11 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
     not given and it needs fewer counting passes than radix has levels, else radix. Both are exact
     (``tolerance=0``); minority ignores ``tolerance`` (its error is 0).
 
-    Returns a :class:`PairsRoc` (``auroc_error_bound`` 0 when exact). Memory per device:
-    O(N D + block^2) plus histograms; those of one pass take at most ``max_fine_bytes`` over all
-    devices (more mixed bins -> more passes). Radix ``level_bits``: key bits per level (sum 32);
-    default ``(20, 12)`` above ``DENSE_PAIRS`` pairs (two passes), else ``(16, 8, 8)`` (small tables).
+    Returns a :class:`PairsRoc` (``auroc_error_bound`` 0 when exact). Memory: the embeddings'
+    copies plus at most ``max_fine_bytes`` (tables, one pass's histograms over all devices and the
+    host, XLA's temporaries, a reserve for the runtime; module docstring): more bins -> more passes.
+    Radix ``level_bits``: key bits per level (sum 32); default ``(20, 12)`` above ``DENSE_PAIRS``
+    pairs (two passes), else ``(16, 8, 8)`` (small tables).
     """
     if method not in ("auto", "minority", "radix"):
         raise ValueError(f"method: expected 'auto', 'minority' or 'radix', found {method!r}")
@@ -429,9 +521,14 @@ def _radix_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, tole
         # copy); more calls add the fetched part and the running total
         summed = 0 if tiles.n_calls == 1 else 4 + np.dtype(total_dtype).itemsize
         slot_bytes = 2 * width * (4 * n_data * _copies_per_device(n_data) + summed)
-        fit = max(1, max_fine_bytes // slot_bytes)
-        # powers of two (few shapes to compile), never above the budget
-        per_pass = min(1 << (n_slots - 1).bit_length(), 1 << (fit.bit_length() - 1))
+        # the budget also holds the earlier levels' lookups (device copies and the host's) and XLA's
+        # temporaries of the pass (the [B, B] tiles' arithmetic)
+        temp = _hist_temp(mesh, block, x.shape, bits, level, tiles.per_call, tuple(lut.size for lut in luts))
+        held = (n_data + 1) * sum(lut.nbytes for lut in luts) + n_data * temp + 4 * WITHIN_BYTES
+        room = max_fine_bytes - _runtime_reserve(max_fine_bytes) - held
+        fit = max(1, room // slot_bytes)
+        passes = -(-n_slots // fit)
+        per_pass = -(-n_slots // passes)  # one shape for all of the level's passes, the fewest passes
         step = _hist_step(mesh, block, bits, level, per_pass)
         luts_dev = tuple(jax.device_put(lut, rep) for lut in luts)
         for slot0 in range(0, n_slots, per_pass):
@@ -473,6 +570,7 @@ def _radix_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, tole
         sub, found = None, []
         # Fold each pass as it finishes: within-bin U, the crossing bin's sub-bins, and (before the
         # last level) the next level's mixed bins; its counts are then dropped.
+        release_free_heap()  # the earlier level's freed arrays, before this level's histograms
         for slot0, counts in histograms(level, luts, refine.size):
             u2 += _within_u(counts)
             if forced is not None and slot0 <= lut[forced] < slot0 + counts.shape[0]:
@@ -495,32 +593,114 @@ def _radix_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, tole
                     tiles=len(tiles.pairs), tile_evaluations=stats["passes"] * len(tiles.pairs) + spent_tiles)
 
 
-def _exact_sum(values: np.ndarray, bound: int) -> int:
-    """Exact sum (Python int) of non-negative int64 ``values`` each at most ``bound``."""
-    piece = max(1, (1 << 62) // max(bound, 1))
-    return sum(int(values[i:i + piece].sum()) for i in range(0, values.size, piece))
+def _weighted_sum(weights: np.ndarray, values: np.ndarray) -> int:
+    """Exact ``sum(weights * values)`` (Python int) of non-negative int64 vectors, ``weights`` below
+    2^42 and ``values`` below 2^63 (split into 40-bit limbs for :func:`exact_dot`)."""
+    low = values & ((1 << 40) - 1)
+    return exact_dot(weights, low) + (exact_dot(weights, values >> 40) << 40)
+
+
+def _table_dtype(bits: int):
+    """Rank tables' dtype: a row's ranks up to ``2^(32 - bits) - 1`` fit it."""
+    return np.uint8 if 32 - bits <= 8 else np.uint16
+
+
+def _minority_plan(bits: int, d: int, n_slots: int, k: int, per_count: int, n_data: int, temp: int,
+                   count_bytes: int = 4) -> int:
+    """Peak bytes of the minority counting at prefix width ``bits`` with ``k`` slot tables per pass,
+    for ``d`` distinct rarer-class keys in ``n_slots`` prefixes (``c = count_bytes``; the prefix
+    lookup ``L = 4 2^bits``, slot starts ``S = 4 n_slots``, tables ``T = k (2^(32 - bits) + 1)``
+    uint8/uint16; ``H = 2 (d + 1) per_count``: the counts' device copies and host sums), the largest
+    of three phases:
+
+    * building a pass's tables: distinct keys, multiplicities, the keys' rows (``(8 + c) d``), ranks
+      when there are several passes (``2 c d``), ``L + S + T`` on every device and as host arrays;
+    * counting: multiplicities (and distinct keys and ranks with several passes), ``L + S + T`` on
+      the devices, ``H``, ``temp`` (XLA's temporaries) per device;
+    * folding: multiplicities, ranks and ``H`` (one pass: the tables are gone by then)."""
+    lut_starts_tables = 4 * (1 << bits) + 4 * n_slots + k * ((1 << (32 - bits)) + 1) * np.dtype(
+        _table_dtype(bits)).itemsize
+    hist = 2 * (d + 1) * per_count
+    several = k < n_slots
+    ranks = 2 * count_bytes * d
+    build = (8 + count_bytes) * d + (ranks if several else 0) + (n_data + 1) * lut_starts_tables
+    count = (((4 + count_bytes) * d + ranks if several else count_bytes * d)
+             + n_data * (lut_starts_tables + temp))
+    fold = count_bytes * d + ranks + hist + (4 * d + n_data * lut_starts_tables if several else 0)
+    return max(build, count + hist, fold)
+
+
+def _runs(keys: np.ndarray, dtype, chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values (uint32, ascending) of the sorted ``keys`` and their multiplicities
+    (``dtype``), with O(chunk) temporaries besides the results."""
+    m = keys.size
+    d = 1 + int(np.count_nonzero(keys[1:] != keys[:-1]))
+    distinct, mult = np.empty(d, np.uint32), np.empty(d, dtype)
+    filled, last = 0, 0  # runs found so far; the position where the latest run starts
+    for lo in range(0, m, chunk):
+        part = keys[lo:lo + chunk]
+        new = np.empty(part.size, bool)
+        new[0] = lo == 0 or part[0] != keys[lo - 1]
+        np.not_equal(part[1:], part[:-1], out=new[1:])
+        at = np.flatnonzero(new) + lo
+        if at.size:
+            distinct[filled:filled + at.size] = part[new]
+            if filled:
+                mult[filled - 1] = at[0] - last
+            mult[filled:filled + at.size - 1] = np.diff(at)
+            filled, last = filled + at.size, int(at[-1])
+    mult[filled - 1] = m - last
+    return distinct, mult
+
+
+def _temp_bytes(step, *args) -> int:
+    """XLA's temporary bytes per device of ``step`` on ``args`` (its compiled memory analysis:
+    the program's working buffers, neither arguments nor outputs); 0 where the backend gives none."""
+    analysis = step.lower(*args).compile().memory_analysis()
+    return int(getattr(analysis, "temp_size_in_bytes", 0) or 0) if analysis is not None else 0
+
+
+@functools.lru_cache(maxsize=32)
+def _rank_temp(mesh: Mesh, block: int, rows: int, dim: int, cls: int, per_call: int, native: bool) -> int:
+    """Temporaries of the rank counting program per device, probed with the widest prefix, one
+    slot table and two counts: they hold the tiles' ``[B, B]`` arithmetic (the tables are arguments,
+    the counts the output), whatever the tables' sizes."""
+    rep, n_data = replicated(mesh), mesh.shape["data"]
+    bits = PREFIX_BITS[-1]
+    args = (jax.ShapeDtypeStruct((n_data * per_call, 2), jnp.int32, sharding=batch_sharding(mesh, 1)),
+            jax.ShapeDtypeStruct((rows, dim), jnp.float32, sharding=rep),
+            jax.ShapeDtypeStruct((rows,), jnp.int32, sharding=rep),
+            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep),
+            jax.ShapeDtypeStruct((1 << bits,), jnp.int32, sharding=rep),
+            jax.ShapeDtypeStruct((1,), jnp.int32, sharding=rep),
+            jax.ShapeDtypeStruct((1, (1 << (32 - bits)) + 1), _table_dtype(bits), sharding=rep),
+            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep))
+    return _temp_bytes(_rank_step(mesh, block, bits, cls, 2, native), *args)
 
 
 def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, max_fine_bytes: int,
                   total_dtype, max_passes: int | None = None) -> tuple[PairsRoc | None, int]:
     """The minority method: ``(result, tiles computed)``; result None when its keys or tables do
-    not fit ``max_fine_bytes`` (checked before any tile is computed) or when the counting would take
-    more than ``max_passes`` passes (known once the keys are collected).
+    not fit ``max_fine_bytes`` (the collection and the least tables are checked before any tile is
+    computed, the actual distinct keys' tables once they are collected) or when the counting would
+    take more than ``max_passes`` passes.
 
     1. Rows are sorted by label, so the pairs of the rarer class ``cls`` (usually the positives)
        sit in few tiles (near the diagonal); those tiles are computed once and the class's float32
-       keys collected exactly.
-    2. A prefix width ``b`` (16-24 bits) is chosen so that the prefixes holding a collected key
-       ("slots") fit the budget, each with a full ``2^(32 - b)`` table of low bits, in as few passes
-       as possible (usually one).
-    3. One pass over all tiles counts the other class: at the full key inside the slots, per
-       prefix elsewhere. With each rarer-class key ``k``: ``below(k)`` other-class pairs with a
-       smaller key (prefix totals before its slot plus its slot's table below ``k``) and ``eq(k)``
-       equal ones give ``2 U`` exactly. Later passes (more slots than fit) must reproduce the first
-       pass's per-prefix totals (checked: a tile recomputed differently would raise).
-    The EER's crossing entry (prefix level) is expanded to its full keys when it is a slot.
+       keys collected exactly: ``m`` keys, ``d`` distinct ones ``u_0 < ... < u_{d-1}``.
+    2. A prefix width ``b`` (16-24 bits) is chosen so that the budget holds the prefix lookup
+       (``2^b`` int32), one rank table per prefix holding a key ("slot": ``2^(32 - b) + 1`` uint8 or
+       uint16 ranks of its keys' low bits) and ``2 (d + 1)`` counts, in as few passes as possible
+       (usually one), then in the fewest bytes.
+    3. One pass over all tiles ranks every pair of the other class among the distinct keys
+       (:func:`_local_ranks`): ``below(j)`` other-class pairs under ``u_j`` and ``eq(j)`` equal to
+       it, so ``2 U = sum_j mult(j) (2 below(j) + eq(j))`` exactly, ties included. With more slots
+       than fit, each pass holds some slots' tables and yields their keys' ranks (same program).
+    The ROC for the EER, ascending: per key the other class's pairs strictly between ``u_{j-1}`` and
+    ``u_j``, then ``u_j`` itself (its multiplicity, ``eq(j)``); the crossing entry is found from
+    the top in chunks (:func:`_rank_crossing`).
     """
-    n = x.shape[0]
+    n, dim = x.shape
     n_pairs = n_pos + n_neg
     n_data = mesh.shape["data"]
     cls = 1 if n_pos <= n_neg else 0
@@ -530,11 +710,18 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     per_count = 4 * n_data * _copies_per_device(n_data) + (0 if tiles.n_calls == 1 else
                                                            4 + np.dtype(total_dtype).itemsize)
     # the collection: a buffer of m keys per device (any device may hold them all), on several
-    # devices the fetched copy of all of them, and the host's key list; afterwards the host keeps the
-    # m keys beside the counting tables (at least one slot's)
+    # devices the fetched copy of all of them, and the host's key list
     collect_bytes = 4 * m * (n_data * (2 if n_data > 1 else 1) + 1)
-    least_tables = min(_table_bytes(bits, 1, per_count, n_data) for bits in PREFIX_BITS) + 4 * m
-    if max(collect_bytes, least_tables) > max_fine_bytes or m + block * block >= 2**31:
+    if collect_bytes > max_fine_bytes or 2 * (m + 1) + block * block >= 2**31:
+        return None, 0
+    native = _rank_native(mesh)
+    temp = _rank_temp(mesh, block, round_up(n, block), dim, cls, tiles.per_call, native)
+    count_dtype = np.dtype(total_dtype)  # multiplicities and ranks: below n_pairs
+    budget = max_fine_bytes - _runtime_reserve(max_fine_bytes)
+    # the least any counting needs (one distinct key): refused before any tile is computed; whether
+    # the actual keys fit is known once they are collected (their tiles then count as spent)
+    if min(_minority_plan(b, 1, 1, 1, per_count, n_data, temp, count_dtype.itemsize)
+           for b in PREFIX_BITS) > budget:
         return None, 0
     order = np.argsort(codes, kind="stable")
     codes = codes[order]
@@ -555,138 +742,164 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     if filled != m:
         raise RuntimeError(f"all pairs: collected {filled} scores of the rarer class, the labels give {m}")
     keys.sort()
+    distinct, mult = _runs(keys, count_dtype)
+    del keys
+    d = distinct.size
     release_free_heap()  # the collection's freed temporaries, before the counting tables are allocated
 
     best = None
     for bits in PREFIX_BITS:
-        n_slots = _distinct_prefixes(keys, 32 - bits).size
-        room = max_fine_bytes - 4 * m - _table_bytes(bits, 0, per_count, n_data)
-        fit = min(room // _table_bytes(bits, 1, per_count, n_data, slots_only=True),
-                  (2**31 - 1 - (1 << bits)) >> (32 - bits))  # int32 histogram indices
-        if fit >= 1:
+        n_slots = _distinct_prefixes(distinct, 32 - bits).size
+        plan = functools.partial(_minority_plan, bits, d, n_slots, per_count=per_count, n_data=n_data,
+                                 temp=temp, count_bytes=count_dtype.itemsize)
+        width = (1 << (32 - bits)) + 1
+        cap = (2**31 - 1) // width  # int32 table indices
+        if n_slots <= cap and plan(n_slots) <= budget:
+            passes, per_pass = 1, n_slots
+        else:  # several passes; a slot's table costs at most its device copies and the host's
+            row = (n_data + 1) * width * np.dtype(_table_dtype(bits)).itemsize
+            fit = min((budget - plan(0)) // row, cap)
+            if fit < 1:
+                continue
             passes = -(-n_slots // fit)
             per_pass = -(-n_slots // passes)
-            cost = (passes, _table_bytes(bits, per_pass, per_count, n_data))  # fewest passes, smallest
-            if best is None or cost < best[0]:
-                best = (cost, bits, per_pass)
-    (passes, _), bits, per_pass = best  # one slot per pass fits (checked before the collection)
-    if max_passes is not None and passes > max_passes:
+        cost = (passes, plan(per_pass))
+        if cost[1] <= budget and (best is None or cost < best[0]):  # fewest passes, then fewest bytes
+            best = (cost, bits, per_pass)
+    if best is None or (max_passes is not None and best[0][0] > max_passes):
         return None, len(collect.pairs)
+    (passes, _), bits, per_pass = best
     shift = 32 - bits
-    width = 1 << shift
-    prefixes = _distinct_prefixes(keys, shift)
-    n_slots = prefixes.size
-    lut_dev = _slot_lut(jax.device_put(prefixes.astype(np.int32), rep), bits)  # built on the devices
-    # keys of slot s: keys[starts[s]:starts[s + 1]]
-    starts = np.append(np.searchsorted(keys, prefixes << np.uint32(shift)), m)
+    prefix = distinct >> np.uint32(shift)
+    starts = np.flatnonzero(np.concatenate([[True], prefix[1:] != prefix[:-1]]))  # slot s: its first key
+    prefixes = prefix[starts].astype(np.int64)
+    del prefix
+    n_slots = starts.size
+    lut_dev = jax.device_put(_rank_lut(prefixes, starts, d, bits), rep)
+    starts_dev = jax.device_put(starts.astype(np.int32), rep)
+    bounds = np.append(starts, d)
+    step = _rank_step(mesh, block, bits, cls, 2 * (d + 1), native)
     n_major = n_neg if cls == 1 else n_pos
-
-    twice = 0  # sum over the rarer class's keys of 2 below + eq
-    slot_totals = slot_before = None
-    cross_slot, cross_sub = -1, None
+    several = passes > 1
+    # one pass: the ranks are read off its counts once the tables are gone; several: each pass
+    # fills its keys' ranks (the distinct keys stay for the later passes' tables)
+    below = equal = None
+    if several:
+        below, equal = np.empty(d, count_dtype), np.empty(d, count_dtype)
     for slot0 in range(0, n_slots, per_pass):
-        first = slot0 == 0
         k = min(per_pass, n_slots - slot0)
-        step = _count_step(mesh, block, bits, per_pass, cls, first)
-        total = _pass_total(step, tiles, (*data, lut_dev, jax.device_put(np.int32(slot0), rep)), total_dtype)
-        fine = total[(1 << bits) if first else 0:][:k * width].reshape(k, width)
-        totals = fine.sum(axis=1, dtype=np.int64)
-        if first:
-            # other-class pairs per prefix: the slots of this pass from their tables, every other
-            # prefix (later passes' slots included) from the per-prefix counts
-            coarse = total[:1 << bits]
-            slot_totals = coarse[prefixes].astype(np.int64)
-            slot_totals[:k] = totals
-            found = int(coarse.sum(dtype=np.int64)) + int(totals.sum())
-            if found != n_major:
-                raise RuntimeError(f"all pairs: the counting pass found {found} pairs of the other class, "
-                                   f"the labels give {n_major}")
-            # before slot j: every prefix count below its prefix (0 at this pass's slots), plus
-            # this pass's slot totals below j
-            slot_before = _sums_before(coarse, prefixes)
-            slot_before[:k] += np.cumsum(totals) - totals
-            slot_before[k:] += int(totals.sum())
-            cross, cross_other, above = _prefix_crossing(coarse, prefixes, slot_totals, np.diff(starts), cls,
-                                                         n_pos, n_neg)
-            cross_slot = int(np.searchsorted(prefixes, cross))
-            if cross_slot == n_slots or prefixes[cross_slot] != cross:
-                cross_slot = -1  # one class only at the crossing: its ROC segment is straight
-            del coarse
-        elif not np.array_equal(totals, slot_totals[slot0:slot0 + k]):
-            raise RuntimeError("all pairs: a later pass counted other totals per score prefix than the first "
-                               "(tiles recomputed with different float32 scores)")
-        if slot0 <= cross_slot < slot0 + k:
-            cross_sub = fine[cross_slot - slot0].astype(np.int64)
-        rows = max(1, (32 << 20) // (8 * width))  # int64 cumulative tables of ~32 MB at a time
-        for a in range(0, k, rows):
-            b = min(k, a + rows)
-            table = np.cumsum(fine[a:b], axis=1, dtype=np.int64)
-            for lo in range(starts[slot0 + a], starts[slot0 + b], 1 << 20):  # the rows' keys, 2^20 at a time
-                part = keys[lo:min(lo + (1 << 20), starts[slot0 + b])]
-                r = np.searchsorted(prefixes[slot0 + a:slot0 + b], part >> np.uint32(shift))
-                c = (part & np.uint32(width - 1)).astype(np.int64)
-                eq = fine[a:b][r, c].astype(np.int64)
-                below = slot_before[slot0 + a + r] + table[r, c] - eq
-                twice += _exact_sum(2 * below + eq, 2 * n_major)
-            del table
-        del total, fine
+        j0, j1 = bounds[slot0], bounds[slot0 + k]
+        rows = np.repeat(np.arange(k, dtype=np.int32), np.diff(bounds[slot0:slot0 + k + 1]))
+        table = _rank_table(distinct[j0:j1], rows, per_pass, bits)
+        del rows
+        if not several:
+            del distinct
+        table_dev = jax.device_put(table, rep)
+        del table
+        total = _pass_total(step, tiles, (*data, lut_dev, starts_dev, table_dev,
+                                          jax.device_put(np.int32(slot0), rep)), total_dtype)
+        del table_dev
+        if not several:
+            del lut_dev, starts_dev
+            below, equal = np.empty(d, count_dtype), np.empty(d, count_dtype)
+        found = int(total.sum(dtype=np.int64))
+        if found != n_major:
+            raise RuntimeError(f"all pairs: the counting pass found {found} pairs of the other class, "
+                               f"the labels give {n_major}")
+        running = int(total[:2 * j0].sum(dtype=np.int64))  # every pair below u_j0
+        for lo in range(j0, j1, 1 << 20):
+            hi = min(j1, lo + (1 << 20))
+            part = total[2 * lo:2 * hi].astype(np.int64)
+            cumulative = running + np.cumsum(part)
+            below[lo:hi], equal[lo:hi] = cumulative[0::2], part[1::2]  # below(j): bins up to 2 j
+            running = int(cumulative[-1])
+        del total
+    piece = 1 << 20  # int64 temporaries of a few MB
+    twice = sum(_weighted_sum(mult[lo:lo + piece],
+                              2 * below[lo:lo + piece].astype(np.int64) + equal[lo:lo + piece])
+                for lo in range(0, d, piece))
     u2 = twice if cls == 1 else 2 * n_pos * n_neg - twice
-    # ROC entries for the EER: everything below the crossing prefix, the crossing prefix (its full
-    # keys when it holds both classes), everything above. Merging the entries on either side keeps
-    # the polyline's points at the crossing segment, so the interpolated EER is unchanged.
-    if cross_slot >= 0:
-        low = keys[starts[cross_slot]:starts[cross_slot + 1]] & np.uint32(width - 1)
-        cross_rare_other = (np.bincount(low, minlength=width).astype(np.int64), cross_sub)
-    else:
-        cross_rare_other = (np.zeros(1, np.int64), np.array([cross_other], np.int64))
-    sub_pos, sub_neg = cross_rare_other if cls == 1 else cross_rare_other[::-1]
-    above_pos, above_neg = above
-    entry_pos = np.concatenate([[n_pos - above_pos - sub_pos.sum()], sub_pos, [above_pos]])
-    entry_neg = np.concatenate([[n_neg - above_neg - sub_neg.sum()], sub_neg, [above_neg]])
+    entry_rare, entry_other = _rank_crossing(mult, below, equal, n_major, cls, n_pos, n_neg)
+    entry_pos, entry_neg = (entry_rare, entry_other) if cls == 1 else (entry_other, entry_rare)
     return PairsRoc(float(Fraction(u2, 2 * n_pos * n_neg)), eer_from_counts(entry_pos, entry_neg), n_pos,
                     n_neg, n_pairs, 0.0, (bits, shift), passes, n_slots, method="minority",
                     tiles=len(tiles.pairs),
                     tile_evaluations=len(collect.pairs) + passes * len(tiles.pairs)), len(collect.pairs)
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _slot_lut(prefixes, bits: int):
-    """``[2^bits]`` int32: the slot of each key prefix (``prefixes`` ascending), -1 elsewhere."""
-    return jnp.full(1 << bits, -1, jnp.int32).at[prefixes].set(jnp.arange(prefixes.size, dtype=jnp.int32))
+def _rank_lut(prefixes: np.ndarray, starts: np.ndarray, d: int, bits: int) -> np.ndarray:
+    """``[2^bits]`` int32 lookup of :func:`_local_ranks`: ``s`` at the slots' ``prefixes``
+    (ascending), ``-(g + 1)`` elsewhere, ``g`` = the first distinct key index above the prefix
+    (``starts`` of the next slot, ``d`` past the last). Built from runs (no temporaries of its size)."""
+    after = np.append(starts, d)
+    values = np.empty(2 * prefixes.size + 1, np.int32)
+    values[0::2] = -after - 1  # the run of key-less prefixes before slot s (and after the last)
+    values[1::2] = np.arange(prefixes.size, dtype=np.int32)
+    lengths = np.empty(2 * prefixes.size + 1, np.int64)
+    lengths[0::2] = np.diff(np.concatenate([[-1], prefixes, [1 << bits]])) - 1
+    lengths[1::2] = 1
+    return np.repeat(values, lengths)
 
 
-def _prefix_crossing(coarse: np.ndarray, prefixes: np.ndarray, slot_other: np.ndarray, slot_rare: np.ndarray,
-                     cls: int, n_pos: int, n_neg: int, chunk: int = 1 << 20):
-    """The key prefix whose ROC entry crosses FNR = FPR (:func:`_crossing` on the per-prefix
-    entries), its other-class count, and the (positive, negative) pairs above it. Per-prefix counts
-    are ``coarse`` (other class) with ``slot_other`` / ``slot_rare`` at the slot ``prefixes``;
-    scanned from the top in chunks, so memory is O(chunk) (empty prefixes never cross first)."""
-    seen_pos = seen_neg = 0
-    for hi in range(coarse.size, 0, -chunk):
-        lo = max(0, hi - chunk)
-        other = coarse[lo:hi].astype(np.int64)
-        rare = np.zeros(hi - lo, np.int64)
-        inside = slice(*np.searchsorted(prefixes, [lo, hi]))
-        other[prefixes[inside] - lo] = slot_other[inside]
-        rare[prefixes[inside] - lo] = slot_rare[inside]
-        pos, neg = (rare, other) if cls == 1 else (other, rare)
-        above_pos = seen_pos + np.cumsum(pos[::-1])
-        above_neg = seen_neg + np.cumsum(neg[::-1])
+def _rank_table(keys: np.ndarray, rows: np.ndarray, k: int, bits: int, chunk: int = 1 << 20) -> np.ndarray:
+    """Rank tables ``[k, 2^(32 - bits) + 1]`` of :func:`_local_ranks`: row ``rows[i]`` holds distinct
+    key ``keys[i]``; entry ``[row, v]`` = the row's keys whose low ``32 - bits`` bits are below
+    ``v``, modulo the dtype's range (:func:`_table_dtype`; only the last entry of a full uint8 row
+    wraps). Filled ``chunk`` keys at a time (small index temporaries)."""
+    width = 1 << (32 - bits)
+    table = np.zeros((k, width + 1), _table_dtype(bits))
+    flat = table.reshape(-1)
+    for lo in range(0, keys.size, chunk):
+        at = rows[lo:lo + chunk].astype(np.int64) * (width + 1)
+        at += keys[lo:lo + chunk] & np.uint32(width - 1)
+        flat[at + 1] = 1
+    np.cumsum(table, axis=1, dtype=table.dtype, out=table)
+    return table
+
+
+def _rank_crossing(mult: np.ndarray, below: np.ndarray, equal: np.ndarray, n_major: int, cls: int,
+                   n_pos: int, n_neg: int, chunk: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
+    """ROC entries (rarer class, other class; ascending, three each) for the EER: everything below
+    the entry that crosses FNR = FPR, that entry, everything above it. The full sequence, ascending,
+    is per distinct key ``j``: the other class's pairs between ``u_{j-1}`` and ``u_j``
+    (``below(j) - below(j-1) - eq(j-1)``; rarer 0), then ``u_j`` (``mult(j)``, ``eq(j)``); last the
+    other class's pairs above ``u_{d-1}``. It is scanned from the top in chunks (O(chunk) memory);
+    merging the entries on either side of the crossing keeps the polyline's points at the crossing
+    segment, so the interpolated EER is that of the full sequence."""
+    d = mult.size
+    n_rare = n_pos if cls == 1 else n_neg
+    seen_rare, seen_other = 0, 0
+
+    def find(rare, other):  # descending entries of one chunk: (index, rare, other above it) or None
+        above_rare, above_other = seen_rare + np.cumsum(rare), seen_other + np.cumsum(other)
+        above_pos, above_neg = (above_rare, above_other) if cls == 1 else (above_other, above_rare)
         hit = np.flatnonzero(1.0 - above_pos / n_pos - above_neg / n_neg <= 0)
-        if hit.size:
-            i = int(hit[0])
-            return (hi - 1 - i, int(other[hi - lo - 1 - i]),
-                    (int(above_pos[i] - pos[::-1][i]), int(above_neg[i] - neg[::-1][i])))
-        seen_pos, seen_neg = int(above_pos[-1]), int(above_neg[-1])
+        return None if not hit.size else int(hit[0])
+
+    def entries(rare_i, other_i, rare_above, other_above):
+        return (np.array([n_rare - rare_above - rare_i, rare_i, rare_above], np.int64),
+                np.array([n_major - other_above - other_i, other_i, other_above], np.int64))
+
+    top = n_major - int(below[-1]) - int(equal[-1])
+    if find(np.zeros(1, np.int64), np.array([top], np.int64)) == 0:
+        return entries(0, top, 0, 0)
+    seen_other = top
+    for hi in range(d, 0, -chunk):
+        lo = max(0, hi - chunk)
+        gap = below[lo:hi].copy()
+        gap[1:] -= below[lo:hi - 1] + equal[lo:hi - 1]
+        if lo:
+            gap[0] -= below[lo - 1] + equal[lo - 1]
+        rare = np.zeros(2 * (hi - lo), np.int64)
+        other = np.empty(2 * (hi - lo), np.int64)
+        rare[0::2], other[0::2], other[1::2] = mult[lo:hi][::-1], equal[lo:hi][::-1], gap[::-1]
+        i = find(rare, other)
+        if i is not None:
+            return entries(int(rare[i]), int(other[i]), seen_rare + int(rare[:i].sum()),
+                           seen_other + int(other[:i].sum()))
+        seen_rare += int(rare.sum())
+        seen_other += int(other.sum())
     raise RuntimeError("all pairs: the ROC never reached FNR = FPR")  # the last entry always does
-
-
-def _table_bytes(bits: int, slots: int, per_count: int, n_data: int, *, slots_only: bool = False) -> int:
-    """Bytes of a minority counting pass with ``slots`` slot tables at prefix width ``bits``: the
-    first pass's ``2^bits`` per-prefix counts and the prefix-to-slot lookup on each device, plus
-    ``2^(32 - bits)`` counts per slot (``per_count`` bytes per count: device copies and host sums)."""
-    fixed = 0 if slots_only else (1 << bits) * (per_count + 4 * n_data)
-    return fixed + slots * (1 << (32 - bits)) * per_count
 
 
 def _distinct_prefixes(keys: np.ndarray, shift: int, chunk: int = 1 << 22) -> np.ndarray:
@@ -699,21 +912,6 @@ def _distinct_prefixes(keys: np.ndarray, shift: int, chunk: int = 1 << 22) -> np
         found.append(prefix[new])
         last = prefix[-1]
     return np.concatenate(found) if found else np.zeros(0, np.uint32)
-
-
-def _sums_before(values: np.ndarray, positions: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
-    """``values[:p].sum()`` (int64) for each of the ascending ``positions``, in chunks of ``values``
-    (O(chunk) temporaries: ``np.add.reduceat`` on the fetched 2^24 prefix counts took +80 MB)."""
-    out = np.empty(positions.size, np.int64)
-    running = 0
-    for lo in range(0, values.size, chunk):
-        hi = min(values.size, lo + chunk)
-        inside = slice(*np.searchsorted(positions, [lo, hi]))
-        cumulative = np.cumsum(values[lo:hi], dtype=np.int64)
-        at = positions[inside].astype(np.int64) - lo
-        out[inside] = running + np.where(at > 0, cumulative[np.maximum(at - 1, 0)], 0)
-        running += int(cumulative[-1])
-    return out
 
 
 def _rowwise(a, b):

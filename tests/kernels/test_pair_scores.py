@@ -6,9 +6,9 @@ import pytest
 from kernel_helpers import dyadic, meshes, unit_rows
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from stylebench_jax.kernels import all_pairs_auroc_eer, pair_scores, pairs_auroc_eer
+from stylebench_jax.kernels import all_pairs_auroc_eer, native, pair_scores, pairs_auroc_eer
 from stylebench_jax.kernels.pair_scores import float_keys
-from stylebench_jax.metrics.roc import auroc_eer, exact_dot
+from stylebench_jax.metrics.roc import auroc_eer, eer_from_counts, exact_dot
 from stylebench_jax.parallel import make_mesh
 
 
@@ -75,7 +75,7 @@ def test_three_thousand_items_match_sklearn():
 
 def test_minority_method_negatives_rarer_and_several_passes():
     """One big label: the negatives are the rarer class; a small budget splits the counting into
-    passes whose per-prefix totals are checked against the first."""
+    passes, each holding some prefixes' rank tables."""
     rng = np.random.default_rng(9)
     labels = (rng.random(900) < 0.93).astype(int)  # two labels, one holding most items
     x = rng.standard_normal((900, 16)) + 0.8 * rng.standard_normal((2, 16))[labels]
@@ -87,7 +87,7 @@ def test_minority_method_negatives_rarer_and_several_passes():
     radix = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="radix")
     assert (one.auroc, one.eer) == (radix.auroc, radix.eer)
     many = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="minority",
-                               max_fine_bytes=3 << 20)
+                               max_fine_bytes=64 << 20)
     assert many.passes > 1 and (many.auroc, many.eer) == (one.auroc, one.eer)
 
 
@@ -115,8 +115,8 @@ def test_auto_prefers_radix_when_minority_needs_more_passes():
     x = rng.standard_normal((900, 16)) + 0.8 * rng.standard_normal((2, 16))[labels]
     x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
     minority = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="minority",
-                                   max_fine_bytes=3 << 20)
-    auto = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=3 << 20)
+                                   max_fine_bytes=64 << 20)
+    auto = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=64 << 20)
     assert minority.passes > len(auto.level_bits) and auto.method == "radix"
     collected = minority.tile_evaluations - minority.passes * minority.tiles
     assert auto.tile_evaluations == auto.passes * auto.tiles + collected > auto.passes * auto.tiles
@@ -148,16 +148,17 @@ def test_every_level_split_is_exact(level_bits):
 
 
 def test_several_fine_passes_give_the_same_answer(monkeypatch):
-    """Passes folded one by one (small budget), and several jitted calls summed per pass."""
+    """Passes folded one by one (small budget: the last level's lookup alone takes 16 MB here, held
+    on the device and the host), and several jitted calls summed per pass."""
     rng = np.random.default_rng(3)
     x, labels = clustered(rng, 700, 16, 7)
     one = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="radix")
-    many = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=1 << 16,
+    many = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=80 << 20,
                                method="radix")
     assert many.passes > 2
     assert (many.auroc, many.eer) == (one.auroc, one.eer)
     monkeypatch.setattr(pair_scores, "MAX_COUNTS_PER_CALL", 3 * 128 * 128)  # 3 tiles per call: 7 calls
-    split = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=1 << 16,
+    split = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], max_fine_bytes=80 << 20,
                                 method="radix")
     assert (split.auroc, split.eer) == (one.auroc, one.eer)
     assert split.passes > many.passes  # the running total counts against the budget too
@@ -235,39 +236,46 @@ def test_twenty_thousand_items_all_pairs():
 
 
 @pytest.mark.parametrize("cls", [0, 1])
-def test_prefix_crossing_scans_in_chunks_like_the_whole_roc(cls):
-    """The minority method's crossing search (chunked, from the top) finds the entry
-    ``_crossing`` finds on the whole per-prefix ROC, and the counts above it."""
+def test_rank_crossing_scans_in_chunks_like_the_whole_roc(cls):
+    """The minority method's EER entries (the crossing one and the merged rest, found from the top in
+    chunks) give the EER of the whole per-key ROC sequence."""
     rng = np.random.default_rng(11)
-    coarse = rng.integers(0, 50, 300).astype(np.int32)
-    coarse[rng.random(300) < 0.4] = 0
-    prefixes = np.sort(rng.choice(300, 40, replace=False))
-    slot_other, slot_rare = rng.integers(0, 30, 40), rng.integers(1, 30, 40)
-    coarse[prefixes] = slot_other  # a later pass's slots keep their per-prefix count
-    other, rare = coarse.astype(np.int64), np.zeros(300, np.int64)
-    rare[prefixes] = slot_rare
-    pos, neg = (rare, other) if cls == 1 else (other, rare)
-    at = pair_scores._crossing(pos, neg, int(pos.sum()), int(neg.sum()))
-    for chunk in (7, 64, 1 << 20):
-        found = pair_scores._prefix_crossing(coarse, prefixes, slot_other, slot_rare, cls, int(pos.sum()),
-                                             int(neg.sum()), chunk=chunk)
-        assert found == (at, int(other[at]), (int(pos[at + 1:].sum()), int(neg[at + 1:].sum())))
+    d = 300
+    mult = rng.integers(1, 5, d)
+    gaps = rng.integers(0, 40, d + 1)
+    gaps[rng.random(d + 1) < 0.3] = 0
+    equal = rng.integers(0, 3, d)
+    below = np.cumsum(gaps[:-1]) + np.concatenate([[0], np.cumsum(equal[:-1])])
+    n_major = int(gaps.sum() + equal.sum())
+    rare_seq = np.zeros(2 * d + 1, np.int64)
+    rare_seq[1::2] = mult
+    other_seq = np.empty(2 * d + 1, np.int64)
+    other_seq[0::2], other_seq[1::2] = gaps, equal
+    n_rare = int(mult.sum())
+    n_pos, n_neg = (n_rare, n_major) if cls == 1 else (n_major, n_rare)
+    pos, neg = (rare_seq, other_seq) if cls == 1 else (other_seq, rare_seq)
+    expected = eer_from_counts(pos, neg)
+    for chunk in (1, 7, 64, 1 << 20):
+        rare, other = pair_scores._rank_crossing(mult, below, equal, n_major, cls, n_pos, n_neg, chunk=chunk)
+        assert rare.sum() == n_rare and other.sum() == n_major
+        got = eer_from_counts(*((rare, other) if cls == 1 else (other, rare)))
+        assert got == pytest.approx(expected, abs=1e-15)
 
 
 @pytest.mark.parametrize("seed, crossing_holds_positives", [(0, True), (2, False)])
-def test_minority_eer_whether_or_not_the_crossing_prefix_holds_positives(monkeypatch, seed,
-                                                                         crossing_holds_positives):
-    """The EER's crossing prefix is expanded to full keys when it holds both classes, and kept
-    whole when it holds negatives only: both exact (sklearn), both equal to radix's bits."""
+def test_minority_eer_whether_or_not_the_crossing_entry_holds_positives(monkeypatch, seed,
+                                                                        crossing_holds_positives):
+    """The EER's crossing entry is a positive key (with the negatives equal to it) or a run of
+    negatives between two positive keys: both exact (sklearn), both equal to radix's bits."""
     seen = []
-    crossing = pair_scores._prefix_crossing
+    crossing = pair_scores._rank_crossing
 
-    def spy(coarse, prefixes, *args, **kwargs):
-        found = crossing(coarse, prefixes, *args, **kwargs)
-        seen.append(found[0] in set(prefixes.tolist()))
+    def spy(*args, **kwargs):
+        found = crossing(*args, **kwargs)
+        seen.append(bool(found[0][1] > 0))
         return found
 
-    monkeypatch.setattr(pair_scores, "_prefix_crossing", spy)
+    monkeypatch.setattr(pair_scores, "_rank_crossing", spy)
     x, labels = clustered(np.random.default_rng(seed), 400, 16, 120, spread=0.2)
     ours = all_pairs_auroc_eer(x, labels, block_size=128, mesh=meshes()["1dev"], method="minority")
     assert seen == [crossing_holds_positives]
@@ -277,14 +285,113 @@ def test_minority_eer_whether_or_not_the_crossing_prefix_holds_positives(monkeyp
     assert (ours.auroc, ours.eer) == (radix.auroc, radix.eer)
 
 
-def test_sums_before_in_chunks():
-    rng = np.random.default_rng(12)
-    values = rng.integers(0, 1000, 5000).astype(np.int32)
-    positions = np.sort(rng.choice(5000, 300, replace=False))
-    positions[0] = 0
-    expected = np.array([values[:p].sum() for p in positions])
-    for chunk in (7, 1000, 1 << 20):
-        assert np.array_equal(pair_scores._sums_before(values, positions, chunk=chunk), expected)
+def keys_np(scores):
+    bits = np.asarray(scores, np.float32).view(np.uint32)
+    return np.where(bits >> 31 == 1, ~bits, bits | np.uint32(0x80000000)).astype(np.uint32)
+
+
+def floats_np(keys):
+    keys = np.asarray(keys, np.uint32)
+    return np.where(keys >> 31 == 1, keys & np.uint32(0x7FFFFFFF), ~keys).astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("kernel", ["native", "xla"])
+@pytest.mark.parametrize("bits", [24, 20])
+def test_rank_counting_matches_searchsorted(monkeypatch, kernel, bits):
+    """Counted pairs land at ``2 g + e`` (``g`` distinct keys below, ``e`` equal) for slots inside the
+    pass, at ``2 starts[s]`` for slots outside it and at ``2 g`` for key-less prefixes; with a full
+    slot (every low value of one prefix: a wrapping uint8 row at 24 bits), in both kernels."""
+    if kernel == "native" and native.unavailable() is not None:
+        pytest.skip(f"C++ kernels: {native.unavailable()}")
+    monkeypatch.setattr(pair_scores, "RANK_KERNEL", "auto" if kernel == "native" else "xla")
+    rng = np.random.default_rng(bits)
+    shift = 32 - bits
+    full = (keys_np(0.5) >> shift << shift) + np.arange(1 << shift, dtype=np.uint32)  # one whole prefix
+    sparse = keys_np(rng.uniform(-1, 1, 300).astype(np.float32))
+    distinct = np.unique(np.concatenate([full, sparse]))
+    # pair scores: every distinct key, its neighbours, and scores far from any
+    probe = np.concatenate([distinct, distinct + 1, distinct - 1, keys_np(rng.uniform(-1, 1, 200))])
+    block = 64
+    probe = probe[rng.permutation(probe.size)][: block * (probe.size // block)]
+    prefix = distinct >> np.uint32(shift)
+    new_slot = np.concatenate([[True], prefix[1:] != prefix[:-1]])
+    starts = np.flatnonzero(new_slot)
+    slot_of = np.cumsum(new_slot) - 1
+    n_slots, d = starts.size, distinct.size
+    lut = pair_scores._rank_lut(prefix[starts].astype(np.int64), starts, d, bits)
+    slot0, k = n_slots // 3, n_slots // 3  # a middle pass: slots before and after it are outside
+    inside = (slot_of >= slot0) & (slot_of < slot0 + k)
+    table = pair_scores._rank_table(distinct[inside], slot_of[inside] - slot0, k, bits)
+    entry = lut[probe >> np.uint32(shift)]
+    g = np.searchsorted(distinct, probe)
+    e = (g < d) & (distinct[np.minimum(g, d - 1)] == probe)
+    slot = np.maximum(entry, 0)
+    in_pass = (entry >= 0) & (slot >= slot0) & (slot < slot0 + k)
+    expected_bins = np.where(entry < 0, 2 * g, np.where(in_pass, 2 * g + e, 2 * starts[slot]))
+    assert np.array_equal(np.where(entry < 0, -entry - 1, g), g)  # the lookup's g for key-less prefixes
+    mesh = meshes()["1dev"]
+    size = 2 * (d + 1)
+    expected = np.zeros(size, np.int64)
+    np.add.at(expected, expected_bins, block)  # each column's score meets all 64 rows
+    for start in range(0, probe.size, block):
+        # rows (1, 0) and columns (v, 0): the tile's scores are the columns' values v, exactly
+        cols = np.zeros((block, 2), np.float32)
+        cols[:, 0] = floats_np(probe[start:start + block])
+        rows = np.zeros((block, 2), np.float32)
+        rows[:, 0] = 1.0
+        x = np.concatenate([rows, cols])
+        labels = np.concatenate([np.zeros(block, np.int32), np.ones(block, np.int32)])
+        step = pair_scores._rank_step(mesh, block, bits, 1, size, kernel == "native")
+        hist = step(np.array([[0, 1]], np.int32), x, labels, np.int32(2 * block), lut,
+                    starts.astype(np.int32), table, np.int32(slot0))
+        expected_part = np.zeros(size, np.int64)
+        np.add.at(expected_part, expected_bins[start:start + block], block)
+        assert np.array_equal(np.asarray(hist), expected_part)
+
+
+def test_rank_kernels_agree_on_every_mesh(monkeypatch, mesh):
+    """The C++ counting and XLA's give the same AUROC/EER bits, on one device and sharded."""
+    if native.unavailable() is not None:
+        pytest.skip(f"C++ kernels: {native.unavailable()}")
+    x, labels = clustered(np.random.default_rng(15), 700, 8, 30, spread=0.3)
+    found = []
+    for kernel in ("auto", "xla"):
+        monkeypatch.setattr(pair_scores, "RANK_KERNEL", kernel)
+        for budget in (512 << 20, 48 << 20):  # one pass, several
+            result = all_pairs_auroc_eer(x, labels, block_size=128, mesh=mesh, method="minority",
+                                         max_fine_bytes=budget)
+            found.append((result.auroc, result.eer))
+    assert len(set(found)) == 1
+    auroc, eer = all_pairs_reference(x, labels)
+    assert abs(found[0][0] - auroc) < 1e-6 and found[0][1] == pytest.approx(eer, abs=1e-12)
+    # a histogram of 6 counts, fewer than XLA's threads may be: the C++ kernel splits its range
+    # over threads (a range past the end once counted every pair again)
+    x, labels = dyadic(np.random.default_rng(16), (6, 4)), np.array([0, 0, 0, 1, 1, 1])
+    monkeypatch.setattr(pair_scores, "RANK_KERNEL", "auto")
+    tiny = all_pairs_auroc_eer(x, labels, block_size=8, mesh=mesh, method="minority")
+    assert (tiny.auroc, tiny.eer) == pytest.approx(all_pairs_reference(x, labels), abs=1e-12)
+
+
+def test_memory_plan_holds_the_tile_temporaries():
+    """The plan counts XLA's temporaries of the counting program, probed from its compiled memory
+    analysis (at least the tile's [B, B] scores), once per device."""
+    mesh = meshes()["1dev"]
+    temp = pair_scores._rank_temp(mesh, 2048, 4096, 16, 1, 2, pair_scores._rank_native(mesh))
+    assert temp >= 2048 * 2048 * 4
+    # 8 devices: the counting phase (tables and temporaries on every device) is the peak
+    twice = pair_scores._minority_plan(24, 900, 800, 800, 4, 8, 2 * temp)
+    assert twice - pair_scores._minority_plan(24, 900, 800, 800, 4, 8, temp) == 8 * temp
+    # one device: building the tables (a device and a host copy) can be the larger phase
+    assert pair_scores._minority_plan(24, 900, 800, 800, 4, 1, temp) >= pair_scores._minority_plan(
+        24, 900, 800, 800, 4, 1, 0)
+
+
+def test_runs_in_chunks():
+    keys = np.sort(np.random.default_rng(17).integers(0, 40, 3000).astype(np.uint32))
+    values, counts = np.unique(keys, return_counts=True)
+    for chunk in (1, 7, 64, 1 << 22):
+        distinct, mult = pair_scores._runs(keys, np.int32, chunk=chunk)
+        assert np.array_equal(distinct, values) and np.array_equal(mult, counts) and mult.dtype == np.int32
 
 
 def test_distinct_prefixes_in_chunks():
