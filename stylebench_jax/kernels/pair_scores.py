@@ -19,7 +19,7 @@ when ``v == u_g``. So every rarer-class key knows exactly how many other-class p
 it and equal to it, which is the Mann-Whitney U, ties included, and the bins are the exact ROC.
 The rank comes from the key's top ``b`` bits (``b`` in 16..24, chosen for the fewest passes, then
 the fewest bytes): a ``2^b`` int32 lookup gives the prefix's slot (prefixes holding a distinct key)
-or, elsewhere, ``g`` itself; a slot's rank table (``2^(32 - b) + 1`` uint8 / uint16 ranks of its
+or, elsewhere, ``-(g + 1)``; a slot's rank table (``2^(32 - b) + 1`` uint8 / uint16 ranks of its
 keys' low bits) gives the rest. When the tables exceed the budget they are split over passes
 (each pass ranks exactly the keys of its slots). On CPU the counting of each tile runs in C++
 (``cpu_pairs.cc``: XLA computes the tile's products, the kernel ranks and counts them over XLA's
@@ -56,8 +56,9 @@ copies. Each plan counts its tables and histograms (the devices' copies, the hos
 running totals), XLA's temporaries of the counting program (read from its compiled memory
 analysis: the ``[B, B]`` tiles' arithmetic) and leaves ``_runtime_reserve`` (an eighth of the
 budget, at most 64 MB) to the compiled programs and the runtime; more bins or slots take more
-passes. Measured at N = 50,000 on hard data: 306-331 MB (minority) and 437-440 MB (radix, 5
-passes) of resident memory above the start of the call (``benchmarks/bench_topk.py --pairs-n``).
+passes (radix keeps at least one bin's histogram per pass: a budget below that is exceeded).
+Measured at N = 50,000 on hard data: 306-331 MB (minority) and 437-440 MB (radix, 5 passes) of
+resident memory above the start of the call (``benchmarks/bench_topk.py --pairs-n``).
 AUROC and EER definitions: :mod:`stylebench_jax.metrics.roc` (the kernels count, the metrics decide).
 """
 
@@ -526,7 +527,9 @@ def _radix_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, tole
         temp = _hist_temp(mesh, block, x.shape, bits, level, tiles.per_call, tuple(lut.size for lut in luts))
         held = (n_data + 1) * sum(lut.nbytes for lut in luts) + n_data * temp + 4 * WITHIN_BYTES
         room = max_fine_bytes - _runtime_reserve(max_fine_bytes) - held
-        fit = max(1, room // slot_bytes)
+        # at least one slot per pass (a budget below that is exceeded rather than refused); int32
+        # histogram indices
+        fit = max(1, min(room // slot_bytes, (2**31 - 1) // (2 * width)))
         passes = -(-n_slots // fit)
         per_pass = -(-n_slots // passes)  # one shape for all of the level's passes, the fewest passes
         step = _hist_step(mesh, block, bits, level, per_pass)
@@ -617,9 +620,12 @@ def _minority_plan(bits: int, d: int, n_slots: int, k: int, per_count: int, n_da
       when there are several passes (``2 c d``), ``L + S + T`` on every device and as host arrays;
     * counting: multiplicities (and distinct keys and ranks with several passes), ``L + S + T`` on
       the devices, ``H``, ``temp`` (XLA's temporaries) per device;
-    * folding: multiplicities, ranks and ``H`` (one pass: the tables are gone by then)."""
+    * folding: multiplicities, ranks and ``H`` (one pass: the tables are gone by then);
+
+    plus the host's slot starts and bounds (``8 n_slots``)."""
     lut_starts_tables = 4 * (1 << bits) + 4 * n_slots + k * ((1 << (32 - bits)) + 1) * np.dtype(
         _table_dtype(bits)).itemsize
+    slots_host = 8 * n_slots  # the host's slot starts and bounds (int32)
     hist = 2 * (d + 1) * per_count
     several = k < n_slots
     ranks = 2 * count_bytes * d
@@ -627,12 +633,12 @@ def _minority_plan(bits: int, d: int, n_slots: int, k: int, per_count: int, n_da
     count = (((4 + count_bytes) * d + ranks if several else count_bytes * d)
              + n_data * (lut_starts_tables + temp))
     fold = count_bytes * d + ranks + hist + (4 * d + n_data * lut_starts_tables if several else 0)
-    return max(build, count + hist, fold)
+    return slots_host + max(build, count + hist, fold)
 
 
 def _runs(keys: np.ndarray, dtype, chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
     """Distinct values (uint32, ascending) of the sorted ``keys`` and their multiplicities
-    (``dtype``), with O(chunk) temporaries besides the results."""
+    (``dtype``), with a flag per key and O(chunk) temporaries besides the results."""
     m = keys.size
     d = 1 + int(np.count_nonzero(keys[1:] != keys[:-1]))
     distinct, mult = np.empty(d, np.uint32), np.empty(d, dtype)
@@ -661,12 +667,23 @@ def _temp_bytes(step, *args) -> int:
 
 
 @functools.lru_cache(maxsize=32)
-def _rank_temp(mesh: Mesh, block: int, rows: int, dim: int, cls: int, per_call: int, native: bool) -> int:
-    """Temporaries of the rank counting program per device, probed with the widest prefix, one
-    slot table and two counts: they hold the tiles' ``[B, B]`` arithmetic (the tables are arguments,
-    the counts the output), whatever the tables' sizes."""
+def _collect_temp(mesh: Mesh, block: int, rows: int, dim: int, cls: int, cap: int, per_call: int) -> int:
+    """Temporaries per device of the collecting program (its compiled memory analysis)."""
     rep, n_data = replicated(mesh), mesh.shape["data"]
-    bits = PREFIX_BITS[-1]
+    args = (jax.ShapeDtypeStruct((n_data * per_call, 2), jnp.int32, sharding=batch_sharding(mesh, 1)),
+            jax.ShapeDtypeStruct((rows, dim), jnp.float32, sharding=rep),
+            jax.ShapeDtypeStruct((rows,), jnp.int32, sharding=rep),
+            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep))
+    return _temp_bytes(_collect_step(mesh, block, cls, cap), *args)
+
+
+@functools.lru_cache(maxsize=32)
+def _rank_temp(mesh: Mesh, block: int, rows: int, dim: int, cls: int, per_call: int, native: bool) -> int:
+    """Temporaries of the rank counting program per device, probed with one uint16 slot table (the
+    wider table dtype: XLA's gathers of it are the larger ``[B, B]`` arrays) and two counts: they hold
+    the tiles' arithmetic (the tables are arguments, the counts the output), whatever their sizes."""
+    rep, n_data = replicated(mesh), mesh.shape["data"]
+    bits = PREFIX_BITS[-2]
     args = (jax.ShapeDtypeStruct((n_data * per_call, 2), jnp.int32, sharding=batch_sharding(mesh, 1)),
             jax.ShapeDtypeStruct((rows, dim), jnp.float32, sharding=rep),
             jax.ShapeDtypeStruct((rows,), jnp.int32, sharding=rep),
@@ -695,7 +712,10 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     3. One pass over all tiles ranks every pair of the other class among the distinct keys
        (:func:`_local_ranks`): ``below(j)`` other-class pairs under ``u_j`` and ``eq(j)`` equal to
        it, so ``2 U = sum_j mult(j) (2 below(j) + eq(j))`` exactly, ties included. With more slots
-       than fit, each pass holds some slots' tables and yields their keys' ranks (same program).
+       than fit, each pass holds some slots' tables and yields their keys' ranks: one compiled
+       program for every pass (the same tile products); each pass's total is checked against the
+       labels' count (the earlier code's cross-pass check of per-prefix totals has no equivalent
+       here: a pass aggregates the other passes' slots at their first bin).
     The ROC for the EER, ascending: per key the other class's pairs strictly between ``u_{j-1}`` and
     ``u_j``, then ``u_j`` itself (its multiplicity, ``eq(j)``); the crossing entry is found from
     the top in chunks (:func:`_rank_crossing`).
@@ -709,15 +729,21 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     # per count: device copies; more calls add the fetched part and the running total
     per_count = 4 * n_data * _copies_per_device(n_data) + (0 if tiles.n_calls == 1 else
                                                            4 + np.dtype(total_dtype).itemsize)
-    # the collection: a buffer of m keys per device (any device may hold them all), on several
-    # devices the fetched copy of all of them, and the host's key list
-    collect_bytes = 4 * m * (n_data * (2 if n_data > 1 else 1) + 1)
-    if collect_bytes > max_fine_bytes or 2 * (m + 1) + block * block >= 2**31:
+    if 2 * (m + 1) + block * block >= 2**31:
         return None, 0
-    native = _rank_native(mesh)
-    temp = _rank_temp(mesh, block, round_up(n, block), dim, cls, tiles.per_call, native)
     count_dtype = np.dtype(total_dtype)  # multiplicities and ranks: below n_pairs
     budget = max_fine_bytes - _runtime_reserve(max_fine_bytes)
+    # the collection: a buffer of m keys per device (any device may hold them all), on several
+    # devices the fetched copy of all of them, the host's key list and the collecting program's
+    # temporaries; then the distinct keys' runs (keys, a flag per key, distinct keys, multiplicities)
+    rows = round_up(n, block)
+    collect_bytes = max(4 * m * (n_data * (2 if n_data > 1 else 1) + 1)
+                        + n_data * _collect_temp(mesh, block, rows, dim, cls, m, tiles.per_call),
+                        (9 + 4 + count_dtype.itemsize) * m)
+    if collect_bytes > budget:
+        return None, 0
+    native = _rank_native(mesh)
+    temp = _rank_temp(mesh, block, rows, dim, cls, tiles.per_call, native)
     # the least any counting needs (one distinct key): refused before any tile is computed; whether
     # the actual keys fit is known once they are collected (their tiles then count as spent)
     if min(_minority_plan(b, 1, 1, 1, per_count, n_data, temp, count_dtype.itemsize)
@@ -771,13 +797,14 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
     (passes, _), bits, per_pass = best
     shift = 32 - bits
     prefix = distinct >> np.uint32(shift)
-    starts = np.flatnonzero(np.concatenate([[True], prefix[1:] != prefix[:-1]]))  # slot s: its first key
-    prefixes = prefix[starts].astype(np.int64)
+    # slot s: distinct[bounds[s]:bounds[s + 1]] (int32: d < 2^30)
+    first = np.flatnonzero(np.concatenate([[True], prefix[1:] != prefix[:-1]]))
+    bounds = np.append(first, d).astype(np.int32)
+    del first
+    n_slots = bounds.size - 1
+    lut_dev = jax.device_put(_rank_lut(prefix[bounds[:-1]].astype(np.int64), bounds[:-1], d, bits), rep)
     del prefix
-    n_slots = starts.size
-    lut_dev = jax.device_put(_rank_lut(prefixes, starts, d, bits), rep)
-    starts_dev = jax.device_put(starts.astype(np.int32), rep)
-    bounds = np.append(starts, d)
+    starts_dev = jax.device_put(bounds[:-1], rep)
     step = _rank_step(mesh, block, bits, cls, 2 * (d + 1), native)
     n_major = n_neg if cls == 1 else n_pos
     several = passes > 1
@@ -806,7 +833,8 @@ def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, m
         if found != n_major:
             raise RuntimeError(f"all pairs: the counting pass found {found} pairs of the other class, "
                                f"the labels give {n_major}")
-        running = int(total[:2 * j0].sum(dtype=np.int64))  # every pair below u_j0
+        # every pair under u_j0's prefix (the earlier slots' pairs sit at their slot's first bin)
+        running = int(total[:2 * j0].sum(dtype=np.int64))
         for lo in range(j0, j1, 1 << 20):
             hi = min(j1, lo + (1 << 20))
             part = total[2 * lo:2 * hi].astype(np.int64)
@@ -844,8 +872,9 @@ def _rank_lut(prefixes: np.ndarray, starts: np.ndarray, d: int, bits: int) -> np
 def _rank_table(keys: np.ndarray, rows: np.ndarray, k: int, bits: int, chunk: int = 1 << 20) -> np.ndarray:
     """Rank tables ``[k, 2^(32 - bits) + 1]`` of :func:`_local_ranks`: row ``rows[i]`` holds distinct
     key ``keys[i]``; entry ``[row, v]`` = the row's keys whose low ``32 - bits`` bits are below
-    ``v``, modulo the dtype's range (:func:`_table_dtype`; only the last entry of a full uint8 row
-    wraps). Filled ``chunk`` keys at a time (small index temporaries)."""
+    ``v``, modulo the dtype's range (:func:`_table_dtype`; only the last entry of a full row wraps:
+    256 keys in a uint8 row, 65,536 in a uint16 row at 16 bits). Filled ``chunk`` keys at a time
+    (small index temporaries)."""
     width = 1 << (32 - bits)
     table = np.zeros((k, width + 1), _table_dtype(bits))
     flat = table.reshape(-1)
