@@ -25,7 +25,7 @@ keys' low bits) gives the rest. When the tables exceed the budget they are split
 (``cpu_pairs.cc``: XLA computes the tile's products, the kernel ranks and counts them over XLA's
 threads, no ``[B, B]`` index temporaries); elsewhere the same arithmetic in XLA. Before, the slots
 held ``2^(32 - b)`` int32 counts each (408 MB of tables at N = 50,000 on hard data, 606-613 MB
-working set, 21.5 s); the rank tables take 90 MB there (306-331 MB working set, 19-24 s).
+working set, 21.5 s); the rank tables take 90 MB there (305-331 MB working set, 19-24 s).
 Passes at N = 50,000: 1 (plus the collection tiles) where radix needs 2 (384-d data) or 4-5
 (hard data).
 
@@ -57,7 +57,7 @@ running totals), XLA's temporaries of the counting program (read from its compil
 analysis: the ``[B, B]`` tiles' arithmetic) and leaves ``_runtime_reserve`` (an eighth of the
 budget, at most 64 MB) to the compiled programs and the runtime; more bins or slots take more
 passes (radix keeps at least one bin's histogram per pass: a budget below that is exceeded).
-Measured at N = 50,000 on hard data: 306-331 MB (minority) and 437-440 MB (radix, 5 passes) of
+Measured at N = 50,000 on hard data: 305-331 MB (minority) and 437-440 MB (radix, 5 passes) of
 resident memory above the start of the call (``benchmarks/bench_topk.py --pairs-n``).
 AUROC and EER definitions: :mod:`stylebench_jax.metrics.roc` (the kernels count, the metrics decide).
 """
