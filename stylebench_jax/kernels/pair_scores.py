@@ -154,12 +154,18 @@ def _tile_histogram(tiles, x, labels, n, block: int, size: int, index_of):
     """``[size]`` int32 counts of one device's tiles, summed over devices: each pair of each tile
     adds 1 at ``index_of(keys, valid, positive)`` (``size`` or more: dropped)."""
 
-    def body(t, hist):
-        index = index_of(*_tile(x, labels, n, block, tiles[t, 0], tiles[t, 1]))
+    def update(r, c, hist):
+        index = index_of(*_tile(x, labels, n, block, r, c))
         return hist.at[index.ravel()].add(1, mode="drop")
 
+    return _fold_tiles(tiles, size, update)
+
+
+def _fold_tiles(tiles, size: int, update):
+    """``[size]`` int32 counts, ``hist = update(r, c, hist)`` for each of this device's tiles
+    (row block r, column block c), summed over devices."""
     init = lax.pcast(jnp.zeros(size, jnp.int32), ("data",), to="varying")
-    hist = lax.fori_loop(0, tiles.shape[0], body, init)
+    hist = lax.fori_loop(0, tiles.shape[0], lambda t, h: update(tiles[t, 0], tiles[t, 1], h), init)
     # One device: the loop's buffer is the output. A psum there (a no-op) made XLA copy it into a
     # second output buffer: 2x the pass's histogram bytes (measured with the compiled memory analysis).
     return lax.psum(hist, "data") if lax.axis_size("data") > 1 else hist
@@ -211,15 +217,9 @@ def _hist_temp(mesh: Mesh, block: int, shape: tuple[int, int], bits: tuple[int, 
                per_call: int, lut_sizes: tuple[int, ...]) -> int:
     """XLA's temporaries per device of a radix pass at ``level`` (probed with one slot: they hold the
     tiles' ``[B, B]`` arithmetic, whatever the histogram's size)."""
-    rep, n_data = replicated(mesh), mesh.shape["data"]
-    rows = round_up(shape[0], block)
-    args = (jax.ShapeDtypeStruct((n_data * per_call, 2), jnp.int32, sharding=batch_sharding(mesh, 1)),
-            jax.ShapeDtypeStruct((rows, shape[1]), jnp.float32, sharding=rep),
-            jax.ShapeDtypeStruct((rows,), jnp.int32, sharding=rep),
-            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep),
-            tuple(jax.ShapeDtypeStruct((size,), jnp.int32, sharding=rep) for size in lut_sizes),
-            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep))
-    return _temp_bytes(_hist_step(mesh, block, bits, level, 1), *args)
+    luts = tuple(jax.ShapeDtypeStruct((size,), jnp.int32) for size in lut_sizes)
+    return _temp_bytes(_hist_step(mesh, block, bits, level, 1), mesh, per_call, round_up(shape[0], block),
+                       shape[1], luts, jax.ShapeDtypeStruct((), jnp.int32))
 
 
 def _local_collect(tiles, x, labels, n, *, block: int, cls: int, cap: int):
@@ -297,16 +297,13 @@ def _native_ranks(tiles, x, labels, n, lut, starts, table, slot0, *, block: int,
                                                   jax.ShapeDtypeStruct((block * block + block,), jnp.int32)),
                             input_output_aliases={0: 0})
 
-    def body(t, hist):
-        r, c = tiles[t, 0], tiles[t, 1]
+    def update(r, c, hist):
         s, la, lb = _tile_scores(x, labels, block, r, c)
         meta = jnp.stack([r, c, n, slot0]).astype(jnp.int32)
         out, _ = call(hist, s, la, lb, meta, lut, starts, table, shift=np.int64(32 - bits), cls=np.int64(cls))
         return native.varying_like((out,), hist)[0]  # the scratch output (the bins) is dropped
 
-    init = lax.pcast(jnp.zeros(size, jnp.int32), ("data",), to="varying")
-    hist = lax.fori_loop(0, tiles.shape[0], body, init)
-    return lax.psum(hist, "data") if lax.axis_size("data") > 1 else hist
+    return _fold_tiles(tiles, size, update)
 
 
 RANK_KERNEL = "auto"  # "auto": the C++ counting on CPU devices where it builds; "xla": XLA's (tests)
@@ -659,22 +656,25 @@ def _runs(keys: np.ndarray, dtype, chunk: int = 1 << 22) -> tuple[np.ndarray, np
     return distinct, mult
 
 
-def _temp_bytes(step, *args) -> int:
-    """XLA's temporary bytes per device of ``step`` on ``args`` (its compiled memory analysis:
-    the program's working buffers, neither arguments nor outputs); 0 where the backend gives none."""
-    analysis = step.lower(*args).compile().memory_analysis()
+def _temp_bytes(step, mesh: Mesh, per_call: int, rows: int, dim: int, *tables) -> int:
+    """XLA's temporary bytes per device of a pass program ``step`` (its compiled memory analysis:
+    the program's working buffers, neither arguments nor outputs; 0 where the backend gives none),
+    lowered for ``per_call`` tiles per device, ``[rows, dim]`` embeddings and the replicated
+    ``tables`` (shape/dtype structs, or tuples of them) after ``(tiles, x, labels, n)``."""
+    rep, n_data = replicated(mesh), mesh.shape["data"]
+    head = (jax.ShapeDtypeStruct((n_data * per_call, 2), jnp.int32, sharding=batch_sharding(mesh, 1)),
+            jax.ShapeDtypeStruct((rows, dim), jnp.float32, sharding=rep),
+            jax.ShapeDtypeStruct((rows,), jnp.int32, sharding=rep),
+            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep))
+    tail = jax.tree.map(lambda t: jax.ShapeDtypeStruct(t.shape, t.dtype, sharding=rep), tables)
+    analysis = step.lower(*head, *tail).compile().memory_analysis()
     return int(getattr(analysis, "temp_size_in_bytes", 0) or 0) if analysis is not None else 0
 
 
 @functools.lru_cache(maxsize=32)
 def _collect_temp(mesh: Mesh, block: int, rows: int, dim: int, cls: int, cap: int, per_call: int) -> int:
     """Temporaries per device of the collecting program (its compiled memory analysis)."""
-    rep, n_data = replicated(mesh), mesh.shape["data"]
-    args = (jax.ShapeDtypeStruct((n_data * per_call, 2), jnp.int32, sharding=batch_sharding(mesh, 1)),
-            jax.ShapeDtypeStruct((rows, dim), jnp.float32, sharding=rep),
-            jax.ShapeDtypeStruct((rows,), jnp.int32, sharding=rep),
-            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep))
-    return _temp_bytes(_collect_step(mesh, block, cls, cap), *args)
+    return _temp_bytes(_collect_step(mesh, block, cls, cap), mesh, per_call, rows, dim)
 
 
 @functools.lru_cache(maxsize=32)
@@ -682,17 +682,11 @@ def _rank_temp(mesh: Mesh, block: int, rows: int, dim: int, cls: int, per_call: 
     """Temporaries of the rank counting program per device, probed with one uint16 slot table (the
     wider table dtype: XLA's gathers of it are the larger ``[B, B]`` arrays) and two counts: they hold
     the tiles' arithmetic (the tables are arguments, the counts the output), whatever their sizes."""
-    rep, n_data = replicated(mesh), mesh.shape["data"]
     bits = PREFIX_BITS[-2]
-    args = (jax.ShapeDtypeStruct((n_data * per_call, 2), jnp.int32, sharding=batch_sharding(mesh, 1)),
-            jax.ShapeDtypeStruct((rows, dim), jnp.float32, sharding=rep),
-            jax.ShapeDtypeStruct((rows,), jnp.int32, sharding=rep),
-            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep),
-            jax.ShapeDtypeStruct((1 << bits,), jnp.int32, sharding=rep),
-            jax.ShapeDtypeStruct((1,), jnp.int32, sharding=rep),
-            jax.ShapeDtypeStruct((1, (1 << (32 - bits)) + 1), _table_dtype(bits), sharding=rep),
-            jax.ShapeDtypeStruct((), jnp.int32, sharding=rep))
-    return _temp_bytes(_rank_step(mesh, block, bits, cls, 2, native), *args)
+    tables = (jax.ShapeDtypeStruct((1 << bits,), jnp.int32), jax.ShapeDtypeStruct((1,), jnp.int32),
+              jax.ShapeDtypeStruct((1, (1 << (32 - bits)) + 1), _table_dtype(bits)),
+              jax.ShapeDtypeStruct((), jnp.int32))
+    return _temp_bytes(_rank_step(mesh, block, bits, cls, 2, native), mesh, per_call, rows, dim, *tables)
 
 
 def _minority_roc(x, codes, n_pos: int, n_neg: int, *, block: int, mesh: Mesh, max_fine_bytes: int,
