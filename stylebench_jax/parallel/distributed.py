@@ -405,8 +405,26 @@ def guard_output(log_dir: str | os.PathLike | None = None) -> Path | None:
     os.dup2(err_write, 2)
     os.close(out_write)
     os.close(err_write)
+    route_library_logs(log_path)
     _GUARD_LOG = log_path
     return log_path
+
+
+def route_library_logs(log_path: str | os.PathLike) -> None:
+    """Send the Python ``absl`` logger's records (orbax's and optax's diagnostics) to ``log_path``
+    instead of stderr. In a multi-process run a lost peer also fails orbax's background checkpoint
+    thread, which logs the exception with its traceback; the main thread meets the same failure and
+    prints the one line of ``exit_after_failure``, so the traceback belongs in the process log, not on
+    the user's screen. Errors are not lost: orbax re-raises them in the main thread at the next wait."""
+    import logging
+
+    from absl import logging as absl_logging  # noqa: F401 - creates the "absl" logger with its class
+
+    logger = logging.getLogger("absl")
+    handler = logging.FileHandler(log_path, mode="a", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(threadName)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.propagate = False
 
 
 def exit_after_failure(command: str, error: BaseException) -> None:

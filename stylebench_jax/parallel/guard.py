@@ -6,7 +6,8 @@ milliseconds and survives the process it watches). It reads the process's stdout
 - ordinary output passes through unchanged (and is copied to the log);
 - the C++ runtime's own log lines (absl/glog ``E1123 13:23:16.728 ... file.cc:289] ...`` and the
   lines written with them, gloo's ``[Gloo] ...`` banners, ``*** Check failure stack trace`` frames)
-  go to ``LOG_PATH`` only;
+  go to ``LOG_PATH`` only (Python's ``absl`` logger, orbax's, is sent there by the process itself:
+  ``distributed.route_library_logs``);
 - when the runtime aborts the process (a fatal ``F...`` line: JAX's heartbeat found a dead or frozen
   peer, or the coordinator on process 0 went away), the guard prints one line on stderr once the
   process is gone, naming what happened and the log, so a user sees one clear error instead of a

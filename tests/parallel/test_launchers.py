@@ -204,3 +204,33 @@ def test_bad_profiles_are_refused_before_anything_runs(tmp_path, text, extra, fr
     done = stylebench("launch", "p.yaml", *extra, "--dry-run", cwd=tmp_path)
     assert done.returncode == 2 and fragment in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+GUARDED = """
+import sys, threading
+from absl import logging
+from stylebench_jax.parallel import distributed
+distributed.guard_output()
+def background():  # what orbax's checkpoint thread does when a peer is lost
+    try:
+        raise RuntimeError("Gloo AllGather failed: Connection reset by peer")
+    except RuntimeError:
+        logging.exception("_SignalingThread.run() raised an exception")
+thread = threading.Thread(target=background)
+thread.start()
+thread.join()
+print("stylebench train: error: one line", file=sys.stderr)
+print("ordinary output")
+"""
+
+
+def test_guarded_process_sends_library_tracebacks_to_its_log_not_stderr(tmp_path):
+    env = {**os.environ, "STYLEBENCH_DISTRIBUTED": "1", "JAX_PROCESS_ID": "3",
+           "STYLEBENCH_LOG_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", GUARDED], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "stylebench train: error: one line\n"
+    assert done.stdout == "ordinary output\n"
+    log = (tmp_path / "stylebench-process-3.log").read_text()
+    assert "Traceback" in log and "Gloo AllGather failed" in log and "ERROR:absl:" in log
