@@ -271,16 +271,19 @@ def timed_rounds(runners: dict, rounds: int, steps: int, batch: int, warm_rounds
 
 
 def child_peak_rss(kind: str, batch: int, length: int, chunk: int, attention_dropout: float) -> int:
-    """Peak RSS (bytes) of a child process running two steps of ``kind`` at ``batch`` pairs."""
+    """Peak RSS (bytes) of a child process running two steps of ``kind`` at ``batch`` pairs: the
+    child's ``VmHWM`` (its own address space's high-water mark). Not ``getrusage``'s ``ru_maxrss``:
+    Linux keeps that across ``execve``, so a child forked from this process (several GB after the
+    timed systems) reported the parent's size at the fork for every batch."""
     code = (f"import sys; sys.path.insert(0, {str(REPO)!r}); import benchmarks.bench_train as b; "
             f"f, s, _ = b.text_pairs({2 * batch}, 0); "
             f"step, prep = b.peer_setup({kind!r}, {chunk}, {length}, {attention_dropout!r}); "
-            f"step(prep(f[:{batch}], s[:{batch}])); step(prep(f[{batch}:], s[{batch}:])); import resource; "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            f"step(prep(f[:{batch}], s[:{batch}])); step(prep(f[{batch}:], s[{batch}:])); "
+            "print([line for line in open('/proc/self/status') if line.startswith('VmHWM')][0].split()[1])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600)
     if out.returncode:
         raise RuntimeError(out.stderr[-2000:])
-    return int(out.stdout.strip().splitlines()[-1]) * 1024
+    return int(out.stdout.strip().splitlines()[-1]) * 1024  # kB
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -410,8 +413,12 @@ def main() -> int:
         for chunk in (None, args.chunk):
             best, points = largest_batch(lambda b, c=chunk: ours_memory(b, args.length, c, rates[0]),
                                          args.batch, limit, 1 << 16)
-            memory[f"ours{'_cached' if chunk else ''}"] = {"largest_batch": best, "points": points,
-                                                             "method": "XLA compiled memory analysis"}
+            within = [(b, used) for b, used in points if used <= limit]
+            slope, intercept = np.polyfit(*zip(*within), 1) if len(within) >= 2 else (0.0, 0.0)
+            memory[f"ours{'_cached' if chunk else ''}"] = {  # the fit: comparable with the peer's
+                "largest_batch": best, "points": points, "method": "XLA compiled memory analysis",
+                "largest_batch_fit": int((limit - intercept) / slope) if slope > 0 else None,
+                "bytes_per_pair": slope}
         if not args.skip_peer:
             for kind in ("mnrl", "cached_mnrl"):
                 points = [(b, child_peak_rss(kind, b, args.length, args.chunk, rates[0]))
@@ -424,7 +431,8 @@ def main() -> int:
                                           "bytes_per_pair": slope}
         print(f"\nLargest global batch (pairs) within {args.memory_gib} GiB:")
         for name, entry in memory.items():
-            print(f"  {name:<20} {str(entry['largest_batch']):>8}  ({entry['method']})")
+            fit = f" (linear fit {entry['largest_batch_fit']})" if "largest_batch_fit" in entry else ""
+            print(f"  {name:<20} {str(entry['largest_batch']):>8}{fit}  ({entry['method']})")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     record = {"rows": rows, "memory": memory, "args": vars(args) | {"json": str(args.json)}, "source": source,
               "accelerator": accelerator() or "CPU", "malloc_tuned": malloc_tuned,
