@@ -102,12 +102,33 @@ def auroc_with_ci(scores: np.ndarray, labels: np.ndarray, *, seed: int = 0, n_bo
     return {"auroc": auroc(scores, same), "ci_low": low, "ci_high": high, "n": int(scores.size)}
 
 
+def auroc_difference_with_ci(scores: np.ndarray, reference: np.ndarray, labels: np.ndarray, *, seed: int = 0,
+                             n_boot: int = 1000) -> dict:
+    """ROC-AUC of ``scores`` minus that of ``reference`` on the same pairs, with a 95% percentile
+    interval from a *paired* label-stratified bootstrap: each replicate resamples the pairs once and
+    scores both on that resample. Both models' errors on a hard pair move together, so this interval
+    is the one that says whether one model beats the other; two separate intervals overlapping does
+    not say they do not differ."""
+    both = np.stack([np.asarray(scores, np.float64), np.asarray(reference, np.float64)])
+    same = np.asarray(labels).astype(bool)
+
+    def gain(weights):
+        return auroc_eer_batch(both[0], same, weights)[0] - auroc_eer_batch(both[1], same, weights)[0]
+
+    reps = bootstrap_replicates(gain, same.size, n_boot=n_boot, seed=seed, strata=same)
+    low, high = percentile_interval(reps)
+    return {"difference": auroc(both[0], same) - auroc(both[1], same), "ci_low": low, "ci_high": high,
+            "n": int(same.size)}
+
+
 def held_out_report(outputs: dict[str, np.ndarray], pairs: PairSet, base_cosine: np.ndarray, *,
                     seed: int = 0) -> dict:
     """The trained model against its untrained base on held-out pairs: cosine ROC-AUC of both with
-    bootstrap CIs, the classifier's metrics (incl. same-/different-topic negatives) and the
-    adversary's topic accuracy."""
+    bootstrap CIs and their paired difference (``cosine_auroc_gain``, trained - base), the
+    classifier's metrics (incl. same-/different-topic negatives) and the adversary's topic accuracy."""
     report = validation_metrics(outputs, pairs)
     report["cosine_auroc_trained"] = auroc_with_ci(outputs["cosine"], pairs.labels, seed=seed)
     report["cosine_auroc_base"] = auroc_with_ci(base_cosine, pairs.labels, seed=seed)
+    report["cosine_auroc_gain"] = auroc_difference_with_ci(outputs["cosine"], base_cosine, pairs.labels,
+                                                           seed=seed)
     return report
