@@ -114,7 +114,8 @@ _token_dense.defvjp(_token_dense_fwd, _token_dense_bwd)
 
 
 class Dense(nn.Module):
-    """``nn.Dense`` (same parameters, initialisers, dtypes and forward product) over ``token_dense``."""
+    """``nn.Dense`` (same parameters, initialisers, dtypes and forward product) over ``token_dense``:
+    the encoder layers' MLP (``intermediate``, ``output``)."""
 
     features: int
     dtype: jnp.dtype | None = None
@@ -317,10 +318,10 @@ class Layer(nn.Module):
         attended = Dropout(self.dropout_rate)(attended, deterministic=deterministic)
         hidden = _layer_norm(cfg, "attention_norm")(hidden + attended).astype(self.dtype)
         inner = Dense(cfg.intermediate_size, dtype=self.dtype, kernel_init=_init(("embed", "mlp")),
-                         bias_init=_zeros(("mlp",)), name="intermediate")(hidden)
+                      bias_init=_zeros(("mlp",)), name="intermediate")(hidden)
         inner = _ACTIVATIONS[cfg.hidden_act](inner)
         out = Dense(cfg.hidden_size, dtype=self.dtype, kernel_init=_init(("mlp", "embed")),
-                       bias_init=_zeros(("embed",)), name="output")(inner)
+                    bias_init=_zeros(("embed",)), name="output")(inner)
         out = Dropout(self.dropout_rate)(out, deterministic=deterministic)
         return _layer_norm(cfg, "output_norm")(hidden + out).astype(self.dtype)
 
