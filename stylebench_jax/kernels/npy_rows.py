@@ -160,26 +160,6 @@ def is_aligned(array: np.ndarray, align: int = ALIGN) -> bool:
     return array.flags.c_contiguous and array.ctypes.data % align == 0
 
 
-def read_rows(source, start: int, stop: int, rows: int | None = None) -> np.ndarray:
-    """Rows ``[start, stop)`` of ``NpyRows`` or an array as an aligned C-ordered float32 array;
-    with ``rows`` given, zero-padded to that many rows. A slice of an array that is already
-    aligned float32 is returned as a view (no copy)."""
-    if isinstance(source, NpyRows):
-        block = source.read(start, stop)
-    else:
-        block = source[start:stop]
-        if not (isinstance(block, np.ndarray) and block.dtype == np.float32 and is_aligned(block)):
-            copy = aligned_empty(np.shape(block))
-            np.copyto(copy, block, casting="unsafe")
-            block = copy
-    if rows is None or block.shape[0] == rows:
-        return block
-    padded = aligned_empty((rows, block.shape[1]))
-    padded[: block.shape[0]] = block
-    padded[block.shape[0]:] = 0
-    return padded
-
-
 def flat_width(rows: int, dim: int) -> int:
     """Elements of a flat segment holding ``rows`` rows of ``dim``: room for a lead of up to 15
     elements, and a multiple of 16 (so segments stacked ``[n_data, width]`` all stay aligned)."""

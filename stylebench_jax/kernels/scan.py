@@ -25,11 +25,11 @@ from stylebench_jax.kernels import cpu_topk
 from stylebench_jax.kernels.blockwise import block_shortlist, canonical, merge_running, pick_group_size
 from stylebench_jax.kernels.npy_rows import (
     ALIGN,
+    NpyRows,
     flat_views,
     in_place_ok,
     prefetch,
     read_flat,
-    read_rows,
     row_source,
     view_fits,
 )
@@ -283,11 +283,45 @@ def pool_rescore_step(mesh: Mesh, normalize: bool):
     return jax.jit(fn)
 
 
+UPLOAD_ROWS = 65536  # host rows per transfer when filling a device shard
+
+
+@functools.cache
+def _zeros_on(device) -> Callable:
+    """``shape -> float32 zeros`` made on ``device`` by a compiled program (no host buffer or
+    transfer: ``jnp.zeros(..., device=)`` sends its fill value from the host)."""
+    return jax.jit(lambda shape: jnp.zeros(shape, jnp.float32), static_argnums=0,
+                   out_shardings=jax.sharding.SingleDeviceSharding(device))
+
+
+@functools.partial(jax.jit, donate_argnums=0)
+def _write_rows(shard: jax.Array, rows: jax.Array, start: jax.Array) -> jax.Array:
+    """``shard`` with ``rows`` written from row ``start`` (in place: the shard is donated)."""
+    return lax.dynamic_update_slice(shard, rows, (start, jnp.int32(0)))
+
+
+def _device_shard(source, start: int, stop: int, n: int, device, chunk_rows: int) -> jax.Array:
+    """Rows ``[start, stop)`` of ``source`` (``[n, D]`` array or :class:`NpyRows`) as one array on
+    ``device``, zero past row ``n``: a zero shard made on the device, then filled ``chunk_rows`` host
+    rows at a time. Host memory: one chunk (none for a float32 C-ordered array: its slices are
+    views); device memory: the shard plus one chunk. A host shard padded and filled first (the
+    earlier way) cost a zero-fill and a copy of the whole pool before the transfer: on an H100,
+    10^6 x 384 rows, 1.21-1.23 s against 0.22-0.26 s for PyTorch's ``.to("cuda")`` (2026-11-27)."""
+    shard = _zeros_on(device)((stop - start, source.shape[1]))
+    for first in range(start, min(stop, n), chunk_rows):
+        last = min(first + chunk_rows, stop, n)
+        rows = source.read(first, last) if isinstance(source, NpyRows) else source[first:last]
+        rows = jax.device_put(np.asarray(rows, np.float32), device)
+        shard = _write_rows(shard, rows, jax.device_put(np.int32(first - start), device))
+    return shard
+
+
 def shard_pool(candidates, mesh: Mesh | None = None, *, groups=None,
-               block_size: int = DEFAULT_BLOCK) -> ShardedPool:
+               block_size: int = DEFAULT_BLOCK, chunk_rows: int = UPLOAD_ROWS) -> ShardedPool:
     """Place ``candidates [N, D]`` (array, ``.npy`` path or memmap) on the devices, sharded over
     ``data`` and zero-padded to ``n_data * per_device`` rows (``per_device`` a multiple of the
-    block). Host memory: one device shard at a time on top of the source."""
+    block). Each device's shard is filled on the device ``chunk_rows`` rows at a time
+    (:func:`_device_shard`): host memory is one chunk on top of the source."""
     mesh = resolve_mesh(mesh)
     source = row_source(candidates)
     n, dim = source.shape
@@ -295,16 +329,13 @@ def shard_pool(candidates, mesh: Mesh | None = None, *, groups=None,
     block = device_block(n, n_data, block_size)
     per_device = round_up(-(-n // n_data), block)
     total = n_data * per_device
-
-    def rows_for(index):
-        sl = index[0]
-        start, stop = sl.start or 0, sl.stop if sl.stop is not None else total
-        out = np.zeros((stop - start, dim), np.float32)
-        part = read_rows(source, min(start, n), min(stop, n))
-        out[: part.shape[0]] = part
-        return out
-
-    rows = jax.make_array_from_callback((total, dim), batch_sharding(mesh, 2), rows_for)
+    sharding = batch_sharding(mesh, 2)
+    shards = []
+    for device, index in sharding.addressable_devices_indices_map((total, dim)).items():
+        start = index[0].start or 0
+        stop = index[0].stop if index[0].stop is not None else total
+        shards.append(_device_shard(source, start, stop, n, device, chunk_rows))
+    rows = jax.make_array_from_single_device_arrays((total, dim), sharding, shards)
     group_array = None
     if groups is not None:
         padded = np.zeros(total, np.int32)

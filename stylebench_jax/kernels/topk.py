@@ -56,19 +56,20 @@ only difference can come from the float32 scores themselves, which are computed 
 kernel (matrix-vector instead of matrix-matrix) and may differ in the last bit, i.e. swap two
 candidates whose float32 scores agree to ~``D * 2^-24``.
 
-Precision ``"auto"`` picks ``"bfloat16"`` where its matmul outruns float32 (:func:`fast_bfloat16`:
-an accelerator, or a CPU with AVX512-BF16 / AMX-BF16 unless the float32 search runs the C++ scan)
-and ``"float32"`` elsewhere. On a 2-core AVX-512/AVX512-BF16 EPYC (Zen 4; ``bench_topk.py``,
-2026-11-27, Q = 1000) certified bfloat16 was 8-9% faster than the C++ float32 scan on Gaussian
-pools of 10^6 and 3 x 10^6 rows, but 1.5-2.4x slower on tiled real MiniLM and clustered pools,
-whose close scores fail the certificate (and 1.2x slower at 10^5), so with the C++ scan ``"auto"``
-is float32 there. On CPUs without
-native bfloat16 (e.g. AVX2-only), XLA's bfloat16 matmul is *slower* than its float32 one (0.6x
-measured on a 2-core AVX2 EPYC, ``bench_topk.py``), so bfloat16 can only lose there. On an
-accelerator, ``"auto"`` is bfloat16 only for a pool resident on the devices (``jax.Array`` or
-:func:`shard_pool`); a host array streamed to the devices is bound by the transfer, where float32
-is as fast and needs no certificate (H100, N = 10^6, Q = 1000, D = 384, 2026-11-26: host array
-float32 0.178 s, bfloat16 0.209 s; resident float32 0.031 s, bfloat16 0.020 s).
+Precision ``"auto"`` picks ``"bfloat16"`` only on a CPU with native bfloat16 dot instructions
+(AVX512-BF16 / AMX-BF16, :func:`fast_bfloat16`) whose float32 search would run XLA's scan rather
+than the C++ one, and ``"float32"`` everywhere else, accelerators included: the certificate pays
+only where few close scores crowd the k-th, which Gaussian pools have and style embeddings do not.
+On a 2-core AVX-512/AVX512-BF16 EPYC (Zen 4; ``bench_topk.py``, 2026-11-27, Q = 1000) certified
+bfloat16 was 8-9% faster than the C++ float32 scan on Gaussian pools of 10^6 and 3 x 10^6 rows,
+but 1.5-2.4x slower on tiled real MiniLM and clustered pools (and 1.2x slower at 10^5). On CPUs
+without native bfloat16 (e.g. AVX2-only), XLA's bfloat16 matmul is *slower* than its float32 one
+(0.6x measured on a 2-core AVX2 EPYC), so bfloat16 can only lose there. On an H100 (N = 10^6,
+Q = 1000, D = 384, pool resident on the card): float32 0.031-0.033 s on Gaussian, clustered
+(200 centres) and tiled real MiniLM pools; certified bfloat16 0.020 s on Gaussian (2026-11-26) but
+0.062 s clustered and 0.049 s real (2026-11-27: 930 / 282 of 1000 queries needed a grown
+shortlist); a host array streamed to the card is transfer-bound (float32 0.178 s, bfloat16 0.209 s
+on Gaussian).
 """
 
 from __future__ import annotations
@@ -156,20 +157,16 @@ def _check_precision(precision: str) -> None:
                          f"found {precision!r}")
 
 
-def resolve_precision(precision: str, mesh: Mesh, *, resident: bool = True, kernel: str = "auto") -> str:
-    """``"auto"`` -> ``"bfloat16"`` where :func:`fast_bfloat16` and, on accelerators, the pool is
-    ``resident`` on the devices (a host pool streamed to an accelerator is transfer-bound: module
-    docstring) and, on CPU, the float32 search would not run the C++ scan (``kernel`` ``"xla"``, or
-    the scan cannot run: with it, float32 is the robust choice, module docstring), else
-    ``"float32"``; other precisions as given."""
+def resolve_precision(precision: str, mesh: Mesh, *, kernel: str = "auto") -> str:
+    """``"auto"`` -> ``"bfloat16"`` on a CPU where :func:`fast_bfloat16` and the float32 search
+    would not run the C++ scan (``kernel`` ``"xla"``, or the scan cannot run), else ``"float32"``
+    (accelerators included: module docstring); other precisions as given."""
     _check_precision(precision)
     if precision != "auto":
         return precision
-    if not fast_bfloat16(mesh):
+    if mesh.devices.flat[0].platform != "cpu" or not fast_bfloat16(mesh):
         return "float32"
-    if mesh.devices.flat[0].platform == "cpu":
-        return "float32" if kernel != "xla" and cpu_topk.applies(mesh) is None else "bfloat16"
-    return "bfloat16" if resident else "float32"
+    return "float32" if kernel != "xla" and cpu_topk.applies(mesh) is None else "bfloat16"
 
 
 def _check_kernel(kernel: str) -> None:
@@ -398,7 +395,7 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     # precision "auto" on a CPU with bfloat16 dot instructions asks whether the C++ scan runs
     # (building the library); resolve_kernel checks the name, float32 only: a bfloat16 search
     # neither builds the library nor refuses kernel="native" (its float32 re-search resolves it)
-    precision = resolve_precision(precision, plan.mesh, resident=plan.pool is not None, kernel=kernel)
+    precision = resolve_precision(precision, plan.mesh, kernel=kernel)
     ran = resolve_kernel(kernel, plan.mesh, precision)
     ids, qgroups = _query_exclusions(q.shape[0], exclude_self, query_ids, query_groups, plan)
     search = _Search(plan, q, ids, qgroups, min(k, plan.n), normalize, query_batch, progress)

@@ -13,7 +13,6 @@ from stylebench_jax.kernels.npy_rows import (
     is_aligned,
     prefetch,
     read_flat,
-    read_rows,
     row_source,
     take_rows,
     view_fits,
@@ -29,9 +28,6 @@ def test_blocks_equal_the_array_and_are_aligned(tmp_path):
         block = rows.read(start, stop)
         np.testing.assert_array_equal(block, x[start:stop])
         assert is_aligned(block) and block.dtype == np.float32
-    padded = read_rows(rows, 65, 75, rows=10)
-    np.testing.assert_array_equal(padded[:5], x[65:])
-    assert not padded[5:].any()
     assert isinstance(row_source(np.load(tmp_path / "x.npy", mmap_mode="r")), NpyRows)
     assert isinstance(row_source(np.load(tmp_path / "x.npy", mmap_mode="r")[3:]), np.ndarray)
 
