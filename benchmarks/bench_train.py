@@ -63,6 +63,13 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+START = time.perf_counter()
+
+
+def progress(message: str) -> None:
+    """One line on stderr with the seconds since start: a run cut by a time limit (a lent GPU's
+    lease) still says how far it got and what took the time."""
+    print(f"[bench_train {time.perf_counter() - START:7.1f} s] {message}", file=sys.stderr, flush=True)
 sys.path.insert(0, str(REPO))
 
 
@@ -258,12 +265,14 @@ def timed_rounds(runners: dict, rounds: int, steps: int, batch: int, warm_rounds
     seconds = {name: [] for name in runners}
     faults = {name: [] for name in runners}  # minor page faults per round (the process's)
     losses = {}
-    for _ in range(rounds):
+    for round_index in range(rounds):
         for name, (_, run, _) in runners.items():
             before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             elapsed, losses[name] = run()
             seconds[name].append(elapsed)
             faults[name].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+        progress(f"round {round_index + 1}/{rounds}: "
+                 + ", ".join(f"{values[-1]:.2f}" for values in seconds.values()) + " s")
     examples = 2 * batch * steps
     return {name: {"examples_per_s": examples / min(values), "median_examples_per_s":
                    examples / float(np.median(values)), "round_s": values, "round_page_faults": faults[name],
@@ -358,19 +367,29 @@ def main() -> int:
         print(json.dumps(timed["ours"]))
         return 0
     runners, rows = {}, []
+
+    def add(key, make):
+        start = time.perf_counter()
+        runners[key] = make()
+        progress(f"{key[0]} (caching {key[2]}, attention dropout {key[3]:g}): set up and warmed in "
+                 f"{time.perf_counter() - start:.1f} s, first step {runners[key][0]:.1f} s")
+
+    progress(f"{len(first)} pairs ({source}); timing {args.rounds} rounds after {args.warm_rounds} warm")
     for rate in rates:  # keys (system, devices, gradient caching, attention dropout)
         if 1 in [int(x) for x in args.devices.split(",")]:
             for chunk in (None, args.chunk):
-                runners[("ours", 1, chunk is not None, rate)] = ours_runner(
-                    first, second, args.batch, args.length, *timing, chunk, 1, False, rate)
+                add(("ours", 1, chunk is not None, rate), lambda chunk=chunk, rate=rate: ours_runner(
+                    first, second, args.batch, args.length, *timing, chunk, 1, False, rate))
             if args.xla_attention_row and rate == rates[0]:
-                runners[("ours, XLA attention", 1, False, rate)] = ours_runner(
-                    first, second, args.batch, args.length, *timing, None, 1, True, rate)
+                add(("ours, XLA attention", 1, False, rate), lambda rate=rate: ours_runner(
+                    first, second, args.batch, args.length, *timing, None, 1, True, rate))
         if not args.skip_peer:
             for loss_name in ("mnrl", "cached_mnrl"):
-                runners[(f"sentence-transformers {loss_name}", 1, loss_name == "cached_mnrl", rate)] = \
-                    peer_runner(first, second, args.batch, args.length, *timing, args.chunk, loss_name, rate)
+                add((f"sentence-transformers {loss_name}", 1, loss_name == "cached_mnrl", rate),
+                    lambda loss_name=loss_name, rate=rate: peer_runner(
+                        first, second, args.batch, args.length, *timing, args.chunk, loss_name, rate))
     timed = timed_rounds(runners, args.rounds, args.steps, args.batch, args.warm_rounds)
+    progress("timed rounds done")
     for (system, devices, caching, rate), result in timed.items():
         rows.append({"system": system, "devices": devices, "gradient_caching": caching,
                      "attention_dropout": rate, **result})

@@ -3,6 +3,13 @@
 #
 #   bash benchmarks/run_gpu.sh OUT_DIR [TEXTS_JSONL] [STYLE_TEXTS]
 #
+# PARTS (default: all, in the order below) picks and orders the parts, e.g.
+# PARTS="encoder_float32_default train topk_real" for the rows a short lease still lacks; REAL_NPY
+# names real embeddings already made (an .npy of [M, 384] rows, e.g. made on a CPU and carried) to
+# tile for topk_real instead of embedding STYLE_TEXTS on the card; TRAIN_DROPOUT is bench_train's
+# --attention-dropout list (default "0.1,0": each value on both sides), TRAIN_PRECISION its
+# --matmul-precision (default highest: true float32 on both sides; default: TF32 on both).
+#
 # - bench_encoder (ours vs PyTorch on the card): bfloat16, float32 with each library's fast default
 #   (TF32), float32 with true float32 products; TEXTS_JSONL: the texts to embed (default: 2,000 sampled
 #   from $STYLEBENCH_DATA, like the CPU rows);
@@ -55,19 +62,36 @@ topk() {  # topk NAME [bench_topk args]
         --json "$out/topk_$name.json"
 }
 
+train() {
+    part train "${TRAIN_LIMIT_S:-150}" $py benchmarks/bench_train.py --batch "$train_batch" --length 128 --devices 1 --skip-memory \
+        --steps "$train_steps" --warmup 3 --attention-dropout "${TRAIN_DROPOUT:-0.1,0}" \
+        --matmul-precision "${TRAIN_PRECISION:-highest}" --json "$out/train.json"
+}
+topk_real() {
+    local real=${REAL_NPY:-}
+    if [ -z "$real" ] && [ -n "$style" ]; then
+        real=/tmp/style_minilm.npy
+        rm -f "$real"  # never a stale file from an earlier run
+        part embed_style 90 $py -m stylebench_jax.cli embed --model minilm --input "$style" \
+            --output "$real" --long-text truncate --cache-dir /tmp/sb_cache --quiet
+    fi
+    if [ -n "$real" ] && [ -f "$real" ]; then topk real --real "$real"
+    else echo "== topk_real: skipped (no REAL_NPY or STYLE_TEXTS)" | tee -a "$out/summary.txt"; fi
+}
+
 # most wanted first: a part cut by the deadline loses the least. On an H100 (2026-11-26) the float32
 # encoder with true float32 products had not finished its set-up in 120 s or 200 s (compiles), so it
 # comes after the parts that finished.
-encoder bfloat16 highest
-topk gaussian
-part train 150 $py benchmarks/bench_train.py --batch "$train_batch" --length 128 --devices 1 --skip-memory \
-    --steps "$train_steps" --warmup 3 --json "$out/train.json"
-encoder float32 default 150
-if [ -n "$style" ]; then
-    rm -f /tmp/style_minilm.npy  # never a stale file from an earlier run
-    part embed_style 90 $py -m stylebench_jax.cli embed --model minilm --input "$style" \
-        --output /tmp/style_minilm.npy --long-text truncate --cache-dir /tmp/sb_cache --quiet
-    [ -f /tmp/style_minilm.npy ] && topk real --real /tmp/style_minilm.npy
-fi
-encoder float32 highest 300
-topk clustered --clusters 200
+for name in ${PARTS:-encoder_bfloat16_highest topk_gaussian train encoder_float32_default topk_real \
+        encoder_float32_highest topk_clustered}; do
+    case $name in
+        encoder_bfloat16_highest) encoder bfloat16 highest ;;
+        encoder_float32_default) encoder float32 default 150 ;;
+        encoder_float32_highest) encoder float32 highest 300 ;;
+        topk_gaussian) topk gaussian ;;
+        topk_clustered) topk clustered --clusters 200 ;;
+        topk_real) topk_real ;;
+        train) train ;;
+        *) echo "unknown part $name" >&2; exit 2 ;;
+    esac
+done
