@@ -63,6 +63,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 START = time.perf_counter()
 
 
@@ -70,11 +71,19 @@ def progress(message: str) -> None:
     """One line on stderr with the seconds since start: a run cut by a time limit (a lent GPU's
     lease) still says how far it got and what took the time."""
     print(f"[bench_train {time.perf_counter() - START:7.1f} s] {message}", file=sys.stderr, flush=True)
-sys.path.insert(0, str(REPO))
 
 
-def text_pairs(n: int, seed: int) -> tuple[list[str], list[str], str]:
-    """``n`` real positive pairs and where they come from."""
+def text_pairs(n: int, seed: int, pairs_file: Path | None = None) -> tuple[list[str], list[str], str]:
+    """``n`` real positive pairs and where they come from: the first ``n`` lines of ``pairs_file``
+    (JSONL, ``text1``/``text2`` per line, e.g. written by ``gpu_bundle.py make`` for a machine
+    without the data), else drawn with ``seed`` from ``runs/pairs/novels`` or Reuters C50."""
+    if pairs_file is not None:
+        with open(pairs_file, encoding="utf-8") as handle:
+            rows = [json.loads(line) for line in handle if line.strip()]
+        if len(rows) < n:
+            raise SystemExit(f"{pairs_file}: {len(rows)} pairs, the run needs {n} (--batch x (--steps + "
+                             "--warmup))")
+        return [r["text1"] for r in rows[:n]], [r["text2"] for r in rows[:n]], f"{pairs_file.name}"
     rng = np.random.default_rng(seed)
     prepared = REPO / "runs" / "pairs" / "novels"
     if (prepared / "pairs.parquet").exists() or (prepared / "pairs.jsonl").exists():
@@ -341,6 +350,9 @@ def main() -> int:
                         help="attention-probability dropout values, comma-separated: each times ours and the "
                              "peer at that value (default 0.1,0; the first is the 8-device and capacity one)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--pairs", type=Path, default=None,
+                        help="JSONL of text1/text2 pairs to train on (default: drawn from runs/pairs/novels "
+                             "or Reuters C50; the capacity part always draws its own)")
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "train.json")
     args = parser.parse_args()
     try:
@@ -358,7 +370,7 @@ def main() -> int:
 
     set_matmul_precision(args.matmul_precision)
     n_pairs = args.batch * (args.steps + args.warmup)
-    first, second, source = text_pairs(n_pairs, 0)
+    first, second, source = text_pairs(n_pairs, 0, args.pairs)
     timing = (args.steps, args.warmup)
     if args.child:  # ours on N fake devices, printed as JSON for the parent
         n = int(args.child)
@@ -401,7 +413,8 @@ def main() -> int:
                               str(args.warmup), "--rounds", str(args.rounds),
                               "--warm-rounds", str(args.warm_rounds)]
                              + ["--attention-dropout", str(rates[0])]
-                             + (["--default-malloc"] if args.default_malloc else []),
+                             + (["--default-malloc"] if args.default_malloc else [])
+                             + (["--pairs", str(args.pairs)] if args.pairs else []),
                              env=env, capture_output=True, text=True, timeout=7200)
         if out.returncode:
             raise RuntimeError(out.stderr[-3000:])

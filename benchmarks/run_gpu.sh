@@ -3,12 +3,16 @@
 #
 #   bash benchmarks/run_gpu.sh OUT_DIR [TEXTS_JSONL] [STYLE_TEXTS]
 #
+# BUNDLE=DIR: a folder made by `python benchmarks/gpu_bundle.py make DIR` (MiniLM's weights, the
+# texts, the training pairs, real embeddings) for a machine without the data or the weights package;
+# it is unpacked first and supplies TEXTS_JSONL, REAL_NPY and bench_train's --pairs.
 # PARTS (default: all, in the order below) picks and orders the parts, e.g.
 # PARTS="encoder_float32_default train topk_real" for the rows a short lease still lacks; REAL_NPY
 # names real embeddings already made (an .npy of [M, 384] rows, e.g. made on a CPU and carried) to
 # tile for topk_real instead of embedding STYLE_TEXTS on the card; TRAIN_DROPOUT is bench_train's
-# --attention-dropout list (default "0.1,0": each value on both sides), TRAIN_PRECISION its
-# --matmul-precision (default highest: true float32 on both sides; default: TF32 on both).
+# --attention-dropout list (default "0.1": one value, both sides; "0.1,0" doubles the set-up),
+# TRAIN_PRECISION its --matmul-precision (default highest: true float32 on both sides; default:
+# TF32 on both), TRAIN_LIMIT_S the part's limit (default 300).
 #
 # - bench_encoder (ours vs PyTorch on the card): bfloat16, float32 with each library's fast default
 #   (TF32), float32 with true float32 products; TEXTS_JSONL: the texts to embed (default: 2,000 sampled
@@ -31,6 +35,14 @@ train_batch=${TRAIN_BATCH:-64}  # smaller values of these four: a dry run
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 XLA_CLIENT_MEM_FRACTION=0.45
 py=${PYTHON:-python3}
+pairs_args=()
+if [ -n "${BUNDLE:-}" ]; then  # a folder of `gpu_bundle.py make`: weights, texts, pairs, real rows
+    $py benchmarks/gpu_bundle.py unpack "$BUNDLE" /tmp/sb_bundle || exit 2
+    export PYTHONPATH=/tmp/sb_bundle:$PWD${PYTHONPATH:+:$PYTHONPATH}
+    [ -z "$texts" ] && texts=$BUNDLE/texts.jsonl
+    [ -z "${REAL_NPY:-}" ] && [ -f /tmp/sb_bundle/real.npy ] && REAL_NPY=/tmp/sb_bundle/real.npy
+    pairs_args=(--pairs "$BUNDLE/pairs.jsonl")
+fi
 
 part() {  # part NAME LIMIT_S COMMAND...: run, log to OUT_DIR/NAME.log, report status and seconds
     local name=$1 limit=$2 start=$SECONDS left=$((deadline - SECONDS))
@@ -63,9 +75,9 @@ topk() {  # topk NAME [bench_topk args]
 }
 
 train() {
-    part train "${TRAIN_LIMIT_S:-150}" $py benchmarks/bench_train.py --batch "$train_batch" --length 128 --devices 1 --skip-memory \
-        --steps "$train_steps" --warmup 3 --attention-dropout "${TRAIN_DROPOUT:-0.1,0}" \
-        --matmul-precision "${TRAIN_PRECISION:-highest}" --json "$out/train.json"
+    part train "${TRAIN_LIMIT_S:-300}" $py benchmarks/bench_train.py --batch "$train_batch" --length 128 --devices 1 --skip-memory \
+        --steps "$train_steps" --warmup 3 --attention-dropout "${TRAIN_DROPOUT:-0.1}" \
+        --matmul-precision "${TRAIN_PRECISION:-highest}" "${pairs_args[@]}" --json "$out/train.json"
 }
 topk_real() {
     local real=${REAL_NPY:-}
@@ -79,11 +91,12 @@ topk_real() {
     else echo "== topk_real: skipped (no REAL_NPY or STYLE_TEXTS)" | tee -a "$out/summary.txt"; fi
 }
 
-# most wanted first: a part cut by the deadline loses the least. On an H100 (2026-11-26) the float32
-# encoder with true float32 products had not finished its set-up in 120 s or 200 s (compiles), so it
-# comes after the parts that finished.
-for name in ${PARTS:-encoder_bfloat16_highest topk_gaussian train encoder_float32_default topk_real \
-        encoder_float32_highest topk_clustered}; do
+# most wanted first: a part cut by the deadline loses the least. Still wanted after the H100 leases
+# of 2026-11-26/27: the train step like for like (its 2026-11-27 try, TF32 and two dropout values,
+# had not finished in 280 s), and the resident pool's upload (topk_gaussian) since shard_pool fills
+# the card without a host copy; then the rows measured already, true float32 last (~30 s compiles).
+for name in ${PARTS:-train topk_gaussian encoder_bfloat16_highest encoder_float32_default topk_real \
+        topk_clustered encoder_float32_highest}; do
     case $name in
         encoder_bfloat16_highest) encoder bfloat16 highest ;;
         encoder_float32_default) encoder float32 default 150 ;;
