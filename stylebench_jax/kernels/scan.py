@@ -322,6 +322,8 @@ def shard_pool(candidates, mesh: Mesh | None = None, *, groups=None,
     ``data`` and zero-padded to ``n_data * per_device`` rows (``per_device`` a multiple of the
     block). Each device's shard is filled on the device ``chunk_rows`` rows at a time
     (:func:`_device_shard`): host memory is one chunk on top of the source."""
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows: expected a positive row count, found {chunk_rows}")
     mesh = resolve_mesh(mesh)
     source = row_source(candidates)
     n, dim = source.shape

@@ -350,6 +350,8 @@ def test_bad_arguments_raise():
         topk_cosine(c, c, 0)
     with pytest.raises(ValueError, match="precision"):
         topk_cosine(c, c, 1, precision="float16")
+    with pytest.raises(ValueError, match="chunk_rows"):
+        shard_pool(c, chunk_rows=0)
 
 
 @pytest.mark.parametrize("group_size", [1, 8, 16])
