@@ -4,7 +4,8 @@
 
 Both sides train all-MiniLM-L6-v2 on the same real text pairs (positive pairs of
 ``stylebench prepare-pairs`` on the shared novels when ``runs/pairs/novels`` exists, else same-author
-Reuters C50 article pairs), cut at ``--length`` tokens, ``--batch`` pairs per step, AdamW 2e-5,
+Reuters C50 article pairs; ``--pairs FILE.jsonl`` gives them ready-made), cut at ``--length``
+tokens, ``--batch`` pairs per step, AdamW 2e-5,
 hidden dropout 0.1, float32, in one run on the same CPU:
 
 - ours: ``training.step.train_step`` under ``jax.shard_map`` (mean pooling, bidirectional in-batch
