@@ -18,10 +18,11 @@
 #   (TF32), float32 with true float32 products; TEXTS_JSONL: the texts to embed (default: 2,000 sampled
 #   from $STYLEBENCH_DATA, like the CPU rows);
 # - bench_topk (ours vs a PyTorch matmul + topk on the card), N = 10^6, Q = 1,000: Gaussian, clustered,
-#   and real MiniLM embeddings of STYLE_TEXTS (one text per line, embedded here by `stylebench embed`,
-#   whose wall time is logged) tiled to 10^6;
+#   and real MiniLM embeddings tiled to 10^6: REAL_NPY, else those of STYLE_TEXTS (one text per line,
+#   embedded here by `stylebench embed`, whose wall time is logged);
 # - bench_train (our step vs sentence-transformers MNRL / CachedMNRL on the card), 64 pairs x 128 tokens,
-#   true float32 products on both sides.
+#   TRAIN_PRECISION's products on both sides; its pairs come from the BUNDLE, else runs/pairs/novels
+#   or $STYLEBENCH_DATA's Reuters C50 (bench_train.text_pairs), which must then be on that machine.
 # Each part has its own time limit and log; a part that fails does not stop the others. JSON and logs
 # land in OUT_DIR (and, with PACK=FILE.tar.gz, are packed there after every part). JAX takes at most 45%
 # of the card's memory so PyTorch has room in the same process. DEADLINE_S bounds the whole run.
