@@ -38,7 +38,8 @@ after the others' set-up grew its heap again: 0.8 million page faults and 1.5x i
 in the first round, 2026-11-27; a process that runs one system, as ``stylebench train`` does, pays
 that in its first two steps only); the best and the median round are reported. The process
 first applies the allocator settings ``stylebench train`` applies at start-up (``runtime.tune_malloc``; the
-peer, in the same process, gets them too); ``--default-malloc`` leaves glibc's defaults.
+peer, in the same process, gets them too; only where JAX will run on the CPU, as in ``stylebench train``:
+the table's ``malloc`` line says); ``--default-malloc`` leaves glibc's defaults.
 Capacity: the largest global batch (pairs) whose step fits in ``--memory-gib``:
 ours from XLA's compiled memory analysis (arguments + outputs + temporaries, nothing allocated) at
 doubling batch sizes, and for the plain step also a linear fit of those points; the peer's from the

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 # Commands whose process gets runtime.tune_malloc: where it is measured to pay (a MiniLM train step
 # on the 2-core EPYC: 510,000 -> 0 page faults, ~18% less time). Not embed/search/eval: no gain
 # measured on top-k (10^5 rows: within noise) and the memory it keeps would defeat their budgets
-# (bench_topk's peak RSS 1.0 -> 3.2 GB).
+# (bench_topk's peak RSS 1.0 -> 3.2 GB). Only where JAX will run on the CPU (tune_malloc checks).
 TUNED_MALLOC_COMMANDS = frozenset({"train"})
 
 

@@ -1,13 +1,17 @@
 """Process-wide settings a command applies once at start-up (never library code): the C
 allocator's behaviour (:func:`tune_malloc`) and JAX's persistent compilation cache; and
 :func:`release_free_heap`, which a long kernel may call between phases; :func:`cpu_flags`, the
-CPU's feature flags that kernels consult."""
+CPU's feature flags that kernels consult; :func:`jax_starts_on_cpu`, where JAX will run, read before
+it starts."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.metadata
+import importlib.util
 import os
+import pkgutil
 import platform
 from pathlib import Path
 
@@ -67,14 +71,45 @@ def tune_malloc() -> bool:
     largest size). Freed memory stays with the process, so resident memory stays at its peak and
     can fragment: a process that frees large buffers of changing sizes keeps more (bench_topk's peak
     RSS 1.0 -> 3.2 GB, no speed gained there). Call it first thing, before JAX starts its threads;
-    ``stylebench train`` does (``cli.entry``). Does nothing (returns False) off glibc or when any
-    ``MALLOC_*`` tuning variable is set in the environment (the user's choice wins)."""
-    if not _glibc() or any(name in os.environ for name in MALLOC_ENV):
+    ``stylebench train`` does (``cli.entry``). Does nothing (returns False) off glibc, when any
+    ``MALLOC_*`` tuning variable is set in the environment (the user's choice wins), or when JAX will
+    not run on the CPU (:func:`jax_starts_on_cpu`): on an accelerator the step's buffers are device
+    memory, and one arena shared by a GPU host's compiler, runtime and PyTorch threads is measured
+    nowhere (the one GPU train benchmark run with it, an H100 on 2026-11-27, did not finish its
+    set-up in 280 s; the cause was not established)."""
+    if not _glibc() or any(name in os.environ for name in MALLOC_ENV) or not jax_starts_on_cpu():
         return False
     mallopt = ctypes.CDLL(None).mallopt
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     settings = ((M_ARENA_MAX, 1), (M_MMAP_MAX, 0), (M_TRIM_THRESHOLD, -1))
     return all(mallopt(param, value) == 1 for param, value in settings)
+
+
+def accelerator_plugins() -> list[str]:
+    """The PJRT plugins (CUDA, ROCm, TPU, ...) JAX would load at start-up, found without importing JAX
+    the way ``jax._src.xla_bridge.discover_pjrt_plugins`` finds them: modules of the ``jax_plugins``
+    namespace package and entry points of the ``jax_plugins`` group; plus ``libtpu`` (JAX's TPU
+    backend loads it without a plugin module). Sorted names."""
+    found = {entry.value for entry in importlib.metadata.entry_points(group="jax_plugins")}
+    namespace = importlib.util.find_spec("jax_plugins")
+    if namespace is not None and namespace.submodule_search_locations:
+        found.update(f"jax_plugins.{module.name}"
+                     for module in pkgutil.iter_modules(namespace.submodule_search_locations))
+    if importlib.util.find_spec("libtpu") is not None:
+        found.add("libtpu")
+    return sorted(found)
+
+
+def jax_starts_on_cpu() -> bool:
+    """Whether JAX, once started in this process, will run on the CPU, decided before it starts:
+    the first entry of ``$JAX_PLATFORMS`` when that is set, else whether no accelerator plugin is
+    installed (:func:`accelerator_plugins`). A plugin installed on a machine without its device
+    counts as an accelerator (JAX would fall back to the CPU there): the settings this guards are
+    measured on XLA:CPU only, so the doubt goes to leaving them off."""
+    requested = os.environ.get("JAX_PLATFORMS", "").strip()
+    if requested:
+        return requested.split(",")[0].strip().lower() == "cpu"
+    return not accelerator_plugins()
 
 
 def release_free_heap() -> bool:

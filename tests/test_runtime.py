@@ -1,5 +1,6 @@
 """Process start-up settings (stylebench_jax.runtime): the allocator tuning keeps XLA:CPU's
-per-call buffers mapped, so repeated calls stop page-faulting; a MALLOC_* variable wins."""
+per-call buffers mapped, so repeated calls stop page-faulting; a MALLOC_* variable wins, and a JAX
+that will run on an accelerator leaves glibc's settings alone."""
 
 import json
 import os
@@ -50,6 +51,36 @@ def test_tuned_malloc_keeps_buffers_mapped():
 
 def test_malloc_environment_wins():
     assert probe("tune", MALLOC_ARENA_MAX="2")["tuned"] is False
+
+
+def test_malloc_left_alone_when_jax_runs_on_an_accelerator(monkeypatch):
+    from stylebench_jax.runtime import tune_malloc
+
+    for name in ("MALLOC_ARENA_MAX", "MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda,cpu")
+    assert tune_malloc() is False  # returns before any mallopt: this process keeps glibc's settings
+
+
+@pytest.mark.parametrize("platforms, plugins, on_cpu", [
+    ("cpu", ["jax_cuda13_plugin"], True), ("cuda", [], False), ("tpu,cpu", [], False), (" CPU ", [], True),
+    ("", [], True), ("", ["jax_plugins.xla_cuda13"], False)])
+def test_jax_starts_on_cpu(monkeypatch, platforms, plugins, on_cpu):
+    from stylebench_jax import runtime
+
+    monkeypatch.setenv("JAX_PLATFORMS", platforms)
+    monkeypatch.setattr(runtime, "accelerator_plugins", lambda: plugins)
+    assert runtime.jax_starts_on_cpu() is on_cpu
+
+
+def test_accelerator_plugins_finds_namespace_modules(monkeypatch, tmp_path):
+    from stylebench_jax.runtime import accelerator_plugins
+
+    assert "jax_plugins.fake_accelerator" not in accelerator_plugins()
+    (tmp_path / "jax_plugins").mkdir()
+    (tmp_path / "jax_plugins" / "fake_accelerator.py").write_text("def initialize(): pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "jax_plugins.fake_accelerator" in accelerator_plugins()
 
 
 @pytest.mark.parametrize("argv, tuned", [(["train", "run.yaml"], True),
