@@ -23,8 +23,10 @@
 # - bench_train (our step vs sentence-transformers MNRL / CachedMNRL on the card), 64 pairs x 128 tokens,
 #   TRAIN_PRECISION's products on both sides; its pairs come from the BUNDLE, else runs/pairs/novels
 #   or $STYLEBENCH_DATA's Reuters C50 (bench_train.text_pairs), which must then be on that machine.
-# Each part has its own time limit and log; a part that fails does not stop the others. JSON and logs
-# land in OUT_DIR (and, with PACK=FILE.tar.gz, are packed there after every part). JAX takes at most 45%
+# Each part has its own time limit and log; a part that fails does not stop the others. A part cut by
+# its limit gets SIGABRT, and Python's faulthandler (PYTHONFAULTHANDLER) writes every thread's stack to
+# its log first, so the log says where the time went; the train part also logs each XLA compilation and
+# its seconds (JAX_LOG_COMPILES). JSON and logs land in OUT_DIR (and, with PACK=FILE.tar.gz, are packed there after every part). JAX takes at most 45%
 # of the card's memory so PyTorch has room in the same process. DEADLINE_S bounds the whole run.
 set -u
 out=${1:?usage: run_gpu.sh OUT_DIR [TEXTS_JSONL] [STYLE_TEXTS]}
@@ -34,7 +36,8 @@ deadline=${DEADLINE_S:-1800}  # parts that would start with less than 30 s left 
 n_texts=${N_TEXTS:-2000} topk_n=${TOPK_N:-1000000} train_steps=${TRAIN_STEPS:-10}
 train_batch=${TRAIN_BATCH:-64}  # smaller values of these four: a dry run
 mkdir -p "$out"
-export PYTHONUNBUFFERED=1 XLA_CLIENT_MEM_FRACTION=0.45
+export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 XLA_CLIENT_MEM_FRACTION=0.45
+ulimit -c 0  # the SIGABRT of a cut part dumps stacks, not a core file
 py=${PYTHON:-python3}
 pairs_args=()
 if [ -n "${BUNDLE:-}" ]; then  # a folder of `gpu_bundle.py make`: weights, texts, pairs, real rows
@@ -50,7 +53,7 @@ part() {  # part NAME LIMIT_S COMMAND...: run, log to OUT_DIR/NAME.log, report s
     shift 2
     if [ "$left" -lt 30 ]; then echo "== $name: skipped ($left s left)" | tee -a "$out/summary.txt"; return; fi
     [ "$limit" -gt "$left" ] && limit=$left
-    timeout "$limit" "$@" > "$out/$name.log" 2>&1
+    timeout -s ABRT -k 20 "$limit" "$@" > "$out/$name.log" 2>&1
     local rc=$?
     echo "== $name: exit $rc, $((SECONDS - start)) s (limit $limit s)" | tee -a "$out/summary.txt"
     grep -v -i -e warning "$out/$name.log" | tail -n "${TAIL_LINES:-12}"
@@ -76,7 +79,7 @@ topk() {  # topk NAME [bench_topk args]
 }
 
 train() {
-    part train "${TRAIN_LIMIT_S:-300}" $py benchmarks/bench_train.py --batch "$train_batch" --length 128 --devices 1 --skip-memory \
+    JAX_LOG_COMPILES=1 part train "${TRAIN_LIMIT_S:-300}" $py benchmarks/bench_train.py --batch "$train_batch" --length 128 --devices 1 --skip-memory \
         --steps "$train_steps" --warmup 3 --attention-dropout "${TRAIN_DROPOUT:-0.1}" \
         --matmul-precision "${TRAIN_PRECISION:-highest}" "${pairs_args[@]}" --json "$out/train.json"
 }
