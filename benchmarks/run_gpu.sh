@@ -26,8 +26,9 @@
 # Each part has its own time limit and log; a part that fails does not stop the others. A part cut by
 # its limit gets SIGABRT, and Python's faulthandler (PYTHONFAULTHANDLER) writes every thread's stack to
 # its log first, so the log says where the time went; the train part also logs each XLA compilation and
-# its seconds (JAX_LOG_COMPILES). JSON and logs land in OUT_DIR (and, with PACK=FILE.tar.gz, are packed there after every part). JAX takes at most 45%
-# of the card's memory so PyTorch has room in the same process. DEADLINE_S bounds the whole run.
+# its seconds (JAX_LOG_COMPILES). JSON and logs land in OUT_DIR (and, with PACK=FILE.tar.gz, are
+# packed there after every part). JAX takes at most 45% of the card's memory so PyTorch has room in
+# the same process. DEADLINE_S bounds the whole run.
 set -u
 out=${1:?usage: run_gpu.sh OUT_DIR [TEXTS_JSONL] [STYLE_TEXTS]}
 texts=${2:-}
@@ -79,7 +80,8 @@ topk() {  # topk NAME [bench_topk args]
 }
 
 train() {
-    JAX_LOG_COMPILES=1 part train "${TRAIN_LIMIT_S:-300}" $py benchmarks/bench_train.py --batch "$train_batch" --length 128 --devices 1 --skip-memory \
+    JAX_LOG_COMPILES=1 part train "${TRAIN_LIMIT_S:-300}" $py benchmarks/bench_train.py \
+        --batch "$train_batch" --length 128 --devices 1 --skip-memory \
         --steps "$train_steps" --warmup 3 --attention-dropout "${TRAIN_DROPOUT:-0.1}" \
         --matmul-precision "${TRAIN_PRECISION:-highest}" "${pairs_args[@]}" --json "$out/train.json"
 }
