@@ -168,7 +168,8 @@ def fused_attention_mesh(mesh: Mesh, config, dtype: str, fused: bool | None) -> 
     long texts: 64 x 256 tokens ~13% slower, real texts -3% to +15% across three runs, 2026-11-27),
     ``False`` (XLA's attention), ``True`` (the
     kernel, or ``InvalidOption`` saying why not).
-    The kernels are x86-64 AVX2/FMA code (forward and backward); accelerators keep XLA's attention."""
+    The kernels are x86-64 code that needs AVX2/FMA (forward and backward; their products use AVX-512
+    where the CPU has it, with the same results); accelerators keep XLA's attention."""
     from stylebench_jax.kernels import cpu_attention
 
     if fused is False:

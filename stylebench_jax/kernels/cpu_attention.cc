@@ -30,6 +30,8 @@
 // The backward: d_v = (p z)^T d_out, ds = p * (z (d_out v^T) - rowsum(d_out * out)) (out includes z).
 //
 // Requires AVX2 and FMA (checked by stylebench_native_supported below) and D % 16 == 0 (checked here).
+// The products run 16-float rows as two ymm (AVX2) or one zmm (AVX-512, chosen at run time on CPUs
+// with AVX-512F, attribute width): the same FMA chains, so the same bits (cpu_attention_units.h).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -127,200 +129,59 @@ inline float hmax(__m256 v) {
   return m;
 }
 
-// C[R, 16] = A[R, K] x B[K, 16]: A[r, k] at A[r * ars + k] (rows of A), or at A[r + k * ars] when
-// kColumns (A read as the transpose of a row-major matrix); B's row stride ldb, C's ldc. Two
-// versions rather than a runtime column stride: with one (A[r * ars + k * aks]) the forward took
-// 1.5x as long (32 x 12 x 128 x 32: 16.4 vs 11.0 ms, 2026-11-27).
-template <int R, bool kColumns>
-inline void block(int K, const float* A, int ars, const float* B, int ldb, float* C, int ldc) {
-  __m256 c0[R], c1[R];
-  for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm256_setzero_ps();
-  for (int k = 0; k < K; ++k) {
-    const __m256 b0 = _mm256_loadu_ps(B + k * ldb), b1 = _mm256_loadu_ps(B + k * ldb + 8);
-    const float* a = kColumns ? A + k * ars : A + k;
-    for (int r = 0; r < R; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(kColumns ? a + r : a + r * ars);
-      c0[r] = _mm256_fmadd_ps(ar, b0, c0[r]);
-      c1[r] = _mm256_fmadd_ps(ar, b1, c1[r]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    _mm256_storeu_ps(C + r * ldc, c0[r]);
-    _mm256_storeu_ps(C + r * ldc + 8, c1[r]);
-  }
+// The products and the per-unit passes, once per vector width (cpu_attention_units.h): AVX2 (two
+// ymm per 16-float row of a block) and AVX-512 (one zmm), chosen at run time (Width below).
+namespace avx2 {
+struct Vec {
+  using T = __m256;
+  static constexpr int W = 8;
+  static T zero() { return _mm256_setzero_ps(); }
+  static T load(const float* p) { return _mm256_loadu_ps(p); }
+  static T bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static void store(float* p, T a) { _mm256_storeu_ps(p, a); }
+};
+#include "cpu_attention_units.h"
+}  // namespace avx2
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#endif
+namespace avx512 {
+struct Vec {
+  using T = __m512;
+  static constexpr int W = 16;
+  static T zero() { return _mm512_setzero_ps(); }
+  static T load(const float* p) { return _mm512_loadu_ps(p); }
+  static T bcast(const float* p) { return _mm512_set1_ps(*p); }
+  static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static void store(float* p, T a) { _mm512_storeu_ps(p, a); }
+};
+#include "cpu_attention_units.h"
+}  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+// The width attribute: 0 = the CPU's widest (AVX-512 where it has AVX-512F), 1 = AVX2, 2 = AVX-512.
+enum Width : int64_t { kAuto = 0, kAvx2 = 1, kAvx512 = 2 };
+
+bool has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
 }
 
-template <bool kColumns = false>
-inline void block_rows(int R, int K, const float* A, int ars, const float* B, int ldb, float* C, int ldc) {
-  switch (R) {
-    case 6: block<6, kColumns>(K, A, ars, B, ldb, C, ldc); break;
-    case 5: block<5, kColumns>(K, A, ars, B, ldb, C, ldc); break;
-    case 4: block<4, kColumns>(K, A, ars, B, ldb, C, ldc); break;
-    case 3: block<3, kColumns>(K, A, ars, B, ldb, C, ldc); break;
-    case 2: block<2, kColumns>(K, A, ars, B, ldb, C, ldc); break;
-    default: block<1, kColumns>(K, A, ars, B, ldb, C, ldc); break;
-  }
-}
-
-// [L, D] rows ld floats apart -> [D, Lp] (columns past L zero).
-inline void transpose_padded(const float* x, int L, int D, int ld, int Lp, float* xt) {
-  for (int d = 0; d < D; ++d) {
-    float* row = xt + d * Lp;
-    for (int j = 0; j < L; ++j) row[j] = x[j * ld + d];
-    std::fill(row + L, row + Lp, 0.0f);
-  }
-}
-
-// One (sequence, head) u: q, k, v, out [L, D] with rows ld floats apart (D head-major, heads * D
-// sequence-major); bias [L]; stats [2, L] or null (each row's max, then its log sum of exp past the
-// max); kDrop: attention dropout (drop); scratch holds D * Lp + kRows * (Lp + D) + Lp floats.
-template <bool kDrop>
-void attend(const float* q, const float* k, const float* v, const float* bias, float* out, float* stats,
-            int L, int D, int ld, float scale, const Drop& drop, uint32_t u, float* scratch) {
-  const int Lp = (L + 15) / 16 * 16;
-  float* kt = scratch;          // k^T [D, Lp], columns past L zero
-  float* s = kt + D * Lp;       // scores, then exp, of kRows query rows [kRows, Lp]
-  float* qs = s + kRows * Lp;   // scaled query rows [kRows, D]
-  uint32_t* columns = reinterpret_cast<uint32_t*>(qs + kRows * D);  // column_key(j) [Lp]
-  const uint32_t unit_key = kDrop ? drop.unit_key(u) : 0;
-  if (kDrop)
-    for (int j = 0; j < Lp; ++j) columns[j] = column_key(j);
-  transpose_padded(k, L, D, ld, Lp, kt);
-  for (int i0 = 0; i0 < L; i0 += kRows) {
-    const int R = std::min(kRows, L - i0);
-    for (int r = 0; r < R; ++r)  // q * scale first, as bert.softmax_attention does
-      for (int d = 0; d < D; ++d) qs[r * D + d] = q[(i0 + r) * ld + d] * scale;
-    for (int j0 = 0; j0 < Lp; j0 += 16) block_rows(R, D, qs, D, kt + j0, Lp, s + j0, Lp);
-    float inv[kRows];
-    for (int r = 0; r < R; ++r) {
-      float* row = s + r * Lp;
-      int j = 0;
-      // finite: x * 0 summed is 0 unless some score is NaN or infinite; then the row's maximum is
-      // NaN and so is its output, as with XLA (max instructions alone would drop a NaN).
-      __m256 mx = _mm256_set1_ps(-INFINITY), finite = _mm256_setzero_ps();
-      for (; j + 8 <= L; j += 8) {
-        const __m256 x = _mm256_add_ps(_mm256_loadu_ps(row + j), _mm256_loadu_ps(bias + j));
-        _mm256_storeu_ps(row + j, x);
-        mx = _mm256_max_ps(mx, x);
-        finite = _mm256_fmadd_ps(x, _mm256_setzero_ps(), finite);
-      }
-      float m = hmax(mx), check = hsum(finite);
-      for (int t = j; t < L; ++t) {
-        row[t] += bias[t];
-        m = std::max(m, row[t]);
-        check += row[t] * 0.0f;
-      }
-      if (check != 0.0f) m = NAN;
-      const __m256 mv = _mm256_set1_ps(m);
-      const uint32_t rk = kDrop ? row_key(unit_key, i0 + r) : 0;
-      const __m256i rkv = _mm256_set1_epi32(static_cast<int>(rk));
-      __m256 acc = _mm256_setzero_ps();
-      for (j = 0; j + 8 <= L; j += 8) {
-        const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(row + j), mv));
-        acc = _mm256_add_ps(acc, e);  // the softmax's sum is over every key, dropped or not
-        if (kDrop) {
-          const __m256i cols = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(columns + j));
-          _mm256_storeu_ps(row + j, _mm256_and_ps(e, kept256(rkv, cols, drop.threshold)));
-        } else {
-          _mm256_storeu_ps(row + j, e);
-        }
-      }
-      float sum = hsum(acc);
-      for (; j < L; ++j) {
-        row[j] = std::exp(row[j] - m);
-        sum += row[j];
-        if (kDrop && fmix32(rk ^ columns[j]) < drop.threshold) row[j] = 0.0f;
-      }
-      inv[r] = (kDrop ? drop.scale : 1.0f) / sum;
-      if (stats != nullptr) {
-        stats[i0 + r] = m;
-        stats[L + i0 + r] = std::log(sum);
-      }
-    }
-    // Normalised after the product ([R, D] instead of [R, L] divisions), as bert.softmax_attention.
-    for (int c0 = 0; c0 < D; c0 += 16) block_rows(R, L, s, Lp, v + c0, ld, out + i0 * ld + c0, ld);
-    for (int r = 0; r < R; ++r)
-      for (int d = 0; d < D; ++d) out[(i0 + r) * ld + d] *= inv[r];
-  }
-}
-
-// d of one (sequence, head) u (see the header): q, k, v, out, d_out, d_q, d_k, d_v [L, D] with rows
-// ld floats apart (as attend); bias, d_bias [L]; stats [2, L]; kDrop: the forward's attention dropout
-// (drop); scratch holds L * D + 2 * D * Lp + 4 * Lp + 2 * kRows * Lp + L * Lp floats.
-template <bool kDrop>
-void attend_backward(const float* q, const float* k, const float* v, const float* bias, const float* out,
-                     const float* stats, const float* dout, float* dq, float* dk, float* dv, float* dbias,
-                     int L, int D, int ld, float scale, const Drop& drop, uint32_t u, float* scratch) {
-  const int Lp = (L + 15) / 16 * 16;
-  float* qs = scratch;            // q * scale [L, D]
-  float* qst = qs + L * D;        // (q * scale)^T [D, Lp]
-  float* dot = qst + D * Lp;      // d_out^T [D, Lp]
-  float* rowdot = dot + D * Lp;   // rowsum(d_out * out) [Lp], 0 past L
-  float* rowmax = rowdot + Lp;    // m [Lp], +inf past L (p = 0 there)
-  float* logsum = rowmax + Lp;    // log sum [Lp], 0 past L
-  float* pt = logsum + Lp;        // p^T rows of kRows keys [kRows, Lp]
-  float* dpt = pt + kRows * Lp;   // (d_out v^T)^T rows [kRows, Lp]
-  float* dst = dpt + kRows * Lp;  // ds^T [L, Lp]: key j's row holds ds[:, j]
-  uint32_t* rows = reinterpret_cast<uint32_t*>(dst + L * Lp);  // row_key(i) [Lp]
-  if (kDrop) {
-    const uint32_t unit_key = drop.unit_key(u);
-    for (int i = 0; i < Lp; ++i) rows[i] = row_key(unit_key, i);
-  }
-  for (int i = 0; i < L; ++i)  // the forward's scaled query, rows packed
-    for (int d = 0; d < D; ++d) qs[i * D + d] = q[i * ld + d] * scale;
-  transpose_padded(qs, L, D, D, Lp, qst);
-  transpose_padded(dout, L, D, ld, Lp, dot);
-  for (int i = 0; i < Lp; ++i) {
-    float acc = 0.0f;
-    if (i < L)
-      for (int d = 0; d < D; ++d) acc += dout[i * ld + d] * out[i * ld + d];
-    rowdot[i] = acc;
-    rowmax[i] = i < L ? stats[i] : INFINITY;
-    logsum[i] = i < L ? stats[L + i] : 0.0f;
-  }
-  for (int j0 = 0; j0 < L; j0 += kRows) {
-    const int R = std::min(kRows, L - j0);
-    for (int i0 = 0; i0 < Lp; i0 += 16) {
-      block_rows(R, D, k + j0 * ld, ld, qst + i0, Lp, pt + i0, Lp);   // s^T = k (q scale)^T
-      block_rows(R, D, v + j0 * ld, ld, dot + i0, Lp, dpt + i0, Lp);  // (d_out v^T)^T
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m256 b = _mm256_set1_ps(bias[j0 + r]);
-      float* p = pt + r * Lp;
-      const float* dp = dpt + r * Lp;
-      float* ds = dst + (j0 + r) * Lp;
-      const __m256i ck = _mm256_set1_epi32(static_cast<int>(column_key(j0 + r)));
-      __m256 acc = _mm256_setzero_ps();
-      for (int i = 0; i < Lp; i += 8) {
-        const __m256 x = _mm256_sub_ps(_mm256_add_ps(_mm256_loadu_ps(p + i), b), _mm256_loadu_ps(rowmax + i));
-        const __m256 e = exp256(_mm256_sub_ps(x, _mm256_loadu_ps(logsum + i)));
-        __m256 dpi = _mm256_loadu_ps(dp + i);
-        if (kDrop) {  // z = keep * scale: p z for d_v, z (d_out v^T) for ds
-          const __m256i rk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + i));
-          const __m256 z = _mm256_and_ps(_mm256_set1_ps(drop.scale), kept256(rk, ck, drop.threshold));
-          _mm256_storeu_ps(p + i, _mm256_mul_ps(e, z));
-          dpi = _mm256_mul_ps(dpi, z);
-        } else {
-          _mm256_storeu_ps(p + i, e);
-        }
-        const __m256 g = _mm256_mul_ps(e, _mm256_sub_ps(dpi, _mm256_loadu_ps(rowdot + i)));
-        _mm256_storeu_ps(ds + i, g);
-        acc = _mm256_add_ps(acc, g);
-      }
-      dbias[j0 + r] = hsum(acc);
-    }
-    for (int c0 = 0; c0 < D; c0 += 16) {
-      block_rows(R, L, pt, Lp, dout + c0, ld, dv + j0 * ld + c0, ld);           // (p z)^T d_out
-      block_rows(R, L, dst + j0 * Lp, Lp, qs + c0, D, dk + j0 * ld + c0, ld);  // ds^T (q scale)
-    }
-  }
-  for (int i0 = 0; i0 < L; i0 += kRows) {  // d_q = scale ds k, ds read column-wise from ds^T
-    const int R = std::min(kRows, L - i0);
-    for (int c0 = 0; c0 < D; c0 += 16)
-      block_rows<true>(R, L, dst + i0, Lp, k + c0, ld, dq + i0 * ld + c0, ld);
-    for (int r = 0; r < R; ++r)
-      for (int d = 0; d < D; ++d) dq[(i0 + r) * ld + d] *= scale;
-  }
+// Whether to run the AVX-512 code for `width`, or an error naming the bad attribute.
+ffi::Error wide(int64_t width, bool* avx512) {
+  if (width < kAuto || width > kAvx512) return ffi::Error::InvalidArgument("cpu_attention: width must be 0, 1 or 2");
+  if (width == kAvx512 && !has_avx512()) return ffi::Error::InvalidArgument("cpu_attention: this CPU lacks AVX-512");
+  *avx512 = width == kAvx512 || (width == kAuto && has_avx512());
+  return ffi::Error::Success();
 }
 
 // The operands' layout: head-major [B, H, L, D] (sequence_major 0) or sequence-major [B, L, H, D]
@@ -370,37 +231,43 @@ ffi::Error read_drop(const ffi::Buffer<ffi::U32>& seed, int64_t threshold, Drop*
 }
 
 // The forward over all units; stats (each unit's [2, L] row maxima and log sums) or null.
-ffi::Error forward(ffi::ThreadPool& pool, float scale, int64_t sequence_major, const ffi::Buffer<ffi::F32>& q,
-                   const ffi::Buffer<ffi::F32>& k, const ffi::Buffer<ffi::F32>& v, const ffi::Buffer<ffi::F32>& bias,
-                   const Drop& drop, float* op, float* sp) {
+ffi::Error forward(ffi::ThreadPool& pool, float scale, int64_t sequence_major, int64_t width,
+                   const ffi::Buffer<ffi::F32>& q, const ffi::Buffer<ffi::F32>& k, const ffi::Buffer<ffi::F32>& v,
+                   const ffi::Buffer<ffi::F32>& bias, const Drop& drop, float* op, float* sp) {
   Dims n;
   if (auto error = check(q, {&k, &v}, bias, sequence_major, &n); error.failure()) return error;
+  bool avx512;
+  if (auto error = wide(width, &avx512); error.failure()) return error;
+  const auto unit = avx512 ? (drop.threshold ? avx512::attend<true> : avx512::attend<false>)
+                           : (drop.threshold ? avx2::attend<true> : avx2::attend<false>);
   const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
   run_units(pool, n.B * n.H, forward_scratch(n), [=](int64_t u, int, float* scratch) {
     const int64_t at = n.at(u);
-    auto unit = drop.threshold ? attend<true> : attend<false>;
     unit(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp ? sp + u * 2 * n.L : nullptr,
          static_cast<int>(n.L), static_cast<int>(n.D), n.ld(), scale, drop, static_cast<uint32_t>(u), scratch);
   });
   return ffi::Error::Success();
 }
 
-ffi::Error Attention(ffi::ThreadPool pool, float scale, int64_t sequence_major, ffi::Buffer<ffi::F32> q,
-                     ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias,
-                     ffi::ResultBuffer<ffi::F32> out) {
-  return forward(pool, scale, sequence_major, q, k, v, bias, Drop{}, out->typed_data(), nullptr);
+ffi::Error Attention(ffi::ThreadPool pool, float scale, int64_t sequence_major, int64_t width,
+                     ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v,
+                     ffi::Buffer<ffi::F32> bias, ffi::ResultBuffer<ffi::F32> out) {
+  return forward(pool, scale, sequence_major, width, q, k, v, bias, Drop{}, out->typed_data(), nullptr);
 }
 
-ffi::Error AttentionForward(ffi::ThreadPool pool, float scale, int64_t sequence_major, ffi::Buffer<ffi::F32> q,
+ffi::Error AttentionForward(ffi::ThreadPool pool, float scale, int64_t sequence_major, int64_t width,
+                            ffi::Buffer<ffi::F32> q,
                             ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias,
                             ffi::Buffer<ffi::U32> seed, int64_t threshold, ffi::ResultBuffer<ffi::F32> out,
                             ffi::ResultBuffer<ffi::F32> stats) {
   Drop drop;
   if (auto error = read_drop(seed, threshold, &drop); error.failure()) return error;
-  return forward(pool, scale, sequence_major, q, k, v, bias, drop, out->typed_data(), stats->typed_data());
+  return forward(pool, scale, sequence_major, width, q, k, v, bias, drop, out->typed_data(),
+                 stats->typed_data());
 }
 
-ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, int64_t sequence_major, ffi::Buffer<ffi::F32> q,
+ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, int64_t sequence_major, int64_t width,
+                             ffi::Buffer<ffi::F32> q,
                              ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::F32> bias,
                              ffi::Buffer<ffi::U32> seed,
                              int64_t threshold, ffi::Buffer<ffi::F32> out, ffi::Buffer<ffi::F32> stats,
@@ -412,6 +279,10 @@ ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, int64_t sequence
     return ffi::Error::InvalidArgument("cpu_attention: stats must be [B, heads, 2, L]");
   Drop drop;
   if (auto error = read_drop(seed, threshold, &drop); error.failure()) return error;
+  bool avx512;
+  if (auto error = wide(width, &avx512); error.failure()) return error;
+  const auto unit = avx512 ? (drop.threshold ? avx512::attend_backward<true> : avx512::attend_backward<false>)
+                           : (drop.threshold ? avx2::attend_backward<true> : avx2::attend_backward<false>);
   const float *qp = q.typed_data(), *kp = k.typed_data(), *vp = v.typed_data(), *bp = bias.typed_data();
   const float *op = out.typed_data(), *sp = stats.typed_data(), *gp = dout.typed_data();
   float *dqp = dq->typed_data(), *dkp = dk->typed_data(), *dvp = dv->typed_data(), *dbp = dbias->typed_data();
@@ -419,7 +290,6 @@ ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, int64_t sequence
   const int64_t scratch = n.L * n.D + 2 * n.D * Lp + 4 * Lp + 2 * kRows * Lp + n.L * Lp;
   run_units(pool, n.B * n.H, scratch, [=](int64_t u, int, float* s) {
     const int64_t at = n.at(u);
-    auto unit = drop.threshold ? attend_backward<true> : attend_backward<false>;
     unit(qp + at, kp + at, vp + at, bp + (u / n.H) * n.L, op + at, sp + u * 2 * n.L, gp + at, dqp + at, dkp + at,
          dvp + at, dbp + u * n.L, static_cast<int>(n.L), static_cast<int>(n.D), n.ld(), scale, drop,
          static_cast<uint32_t>(u), s);
@@ -436,10 +306,11 @@ extern "C" int stylebench_native_supported() {
 
 using F32 = ffi::Buffer<ffi::F32>;
 
-// The binding all three handlers share: XLA's thread pool, the scale, the layout (Dims), q, k, v and
-// the bias.
+// The binding all three handlers share: XLA's thread pool, the scale, the layout (Dims), the vector
+// width (Width), q, k, v and the bias.
 auto bind_qkv_bias() {
   return ffi::Ffi::Bind().Ctx<ffi::ThreadPool>().Attr<float>("scale").Attr<int64_t>("sequence_major")
+      .Attr<int64_t>("width")
       .Arg<F32>().Arg<F32>().Arg<F32>().Arg<F32>();
 }
 

@@ -1,12 +1,18 @@
 """Fused softmax attention on XLA:CPU: a C++ kernel (``cpu_attention.cc``) called through ``jax.ffi``.
 
 XLA:CPU runs attention's batched ``[L, d] x [d, L]`` products at 21-34 GFLOP/s and writes the
-scores to memory between its fusions; the kernel computes one (sequence, head) at a time with AVX2/FMA
-register blocks (6 query rows x 16 columns), six rows of scores live at once (in L1), on XLA's own
-intra-op threads. Measured on the 2-core AVX2 EPYC, 2026-11-27: the kernel's calls take ~0.5 s of a
-MiniLM forward over 64 x 256 tokens (~75 GFLOP/s on both cores); ``benchmarks/bench_encoder.py
---xla-attention-row`` on 2,000 real texts, three runs: 50.8 / 52.8 / 53.0 sentences/s with the
-kernel against 44.0 / 54.2 / 48.2 with XLA's attention in the same interleaved rounds.
+scores to memory between its fusions; the kernel computes one (sequence, head) at a time with FMA
+register blocks (6 query rows x 16 columns: two ymm per row with AVX2, one zmm with AVX-512, chosen
+at run time, ``WIDTH``; the same bits either way), six rows of scores live at once (in L1), on XLA's
+own intra-op threads. On the 2-core AVX-512 EPYC (Zen 4, 2026-11-27) the AVX-512 products took the
+attention's forward + backward at MiniLM's training shapes (32 x 12 x 128 x 32) from 36 to 21 ms
+(best of 8) and a MiniLM train step (16 pairs x 128 tokens) from 1.87 to 1.71 s best, 1.90 to 1.84 s
+median; the inference forward did not move (64 x 256: 2.17 vs 2.18 s). The softmax and dropout
+passes stay 8-lane AVX2 code in both (wider sums would change the bits). Measured on the 2-core
+AVX2 EPYC, 2026-11-27: the kernel's calls take ~0.5 s of a MiniLM forward over 64 x 256 tokens (~75
+GFLOP/s on both cores); ``benchmarks/bench_encoder.py --xla-attention-row`` on 2,000 real texts,
+three runs: 50.8 / 52.8 / 53.0 sentences/s with the kernel against 44.0 / 54.2 / 48.2 with XLA's
+attention in the same interleaved rounds.
 
 The formula of ``encoders.bert.softmax_attention`` (query scaled first, exp of scores minus the row
 maximum, normalised after the ``p v`` product), summed in another order and with a polynomial exp
@@ -59,6 +65,9 @@ from stylebench_jax.kernels.native import (  # noqa: F401  (the kernel's availab
 
 LOCAL = "local"  # ``fused_attention``'s mesh argument inside a shard_map: the arrays are one device's
 HEAD_DIM_MULTIPLE = 16  # the kernel's register blocks are 16 floats wide
+# The products' vector width (the .cc's width attribute), read when a call is traced: 0 = the CPU's
+# widest (AVX-512 where it has AVX-512F), 1 = AVX2, 2 = AVX-512 (tests compare them: the same bits).
+WIDTH = 0
 
 
 def supports(head_dim: int, dtype) -> bool:
@@ -81,8 +90,8 @@ def _units(query, sequence_major: bool) -> tuple[int, int, int]:
 
 
 def _layout(query, sequence_major: bool) -> dict:
-    """The attributes every handler takes: the query's scale and the layout."""
-    return {"scale": _scale(query), "sequence_major": np.int64(sequence_major)}
+    """The attributes every handler takes: the query's scale, the layout and the vector width."""
+    return {"scale": _scale(query), "sequence_major": np.int64(sequence_major), "width": np.int64(WIDTH)}
 
 
 def _forward_call(query, key, value, bias, seed, threshold: int, sequence_major: bool):

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from stylebench_jax import runtime
 from stylebench_jax.encoders import neural
 from stylebench_jax.encoders.bert import softmax_attention
 from stylebench_jax.encoders.dropout import AttentionDropout, attention_keep
@@ -248,6 +249,39 @@ def test_sequence_major_layout_is_the_head_major_call_transposed(shape, rate):
     for name, a, b in zip(("q", "k", "v"), found, expected):
         np.testing.assert_array_equal(np.asarray(_heads_swapped(a)), np.asarray(b), err_msg=name)
     np.testing.assert_array_equal(np.asarray(found[3]), np.asarray(expected[3]))
+
+
+HAS_AVX512 = "avx512f" in runtime.cpu_flags()
+
+
+@needs_kernel
+@pytest.mark.parametrize("shape, rate, sequence_major", [
+    ((3, 2, 37, 32), 0.0, False), ((2, 3, 130, 48), 0.3, False), ((2, 12, 128, 32), 0.1, True),
+    ((2, 1, 7, 16), 0.0, True)])
+def test_vector_widths_give_the_same_bits(monkeypatch, shape, rate, sequence_major):
+    """The products in AVX2 (two ymm per 16-float row) and AVX-512 (one zmm): each element the same
+    FMA chain, so the forward, the training forward and the gradients of q, k, v and the bias are
+    bit-equal. Where the CPU lacks AVX-512 only AVX2 runs and asking for AVX-512 is refused."""
+    q, k, v, bias, _ = _inputs(*shape, seed=41)
+    bias = bias + np.random.default_rng(42).standard_normal(bias.shape).astype(np.float32)
+    weights = np.random.default_rng(43).standard_normal(q.shape).astype(np.float32)
+    drop = AttentionDropout.draw(jax.random.key(44), rate) if rate else None
+    if sequence_major:
+        q, k, v, weights = (_heads_swapped(x) for x in (q, k, v, weights))
+    attention = functools.partial(cpu_attention.fused_attention, dropout=drop, sequence_major=sequence_major)
+    grad = functools.partial(jax.grad, argnums=(0, 1, 2, 3))
+    results = {}
+    for width in (1, 2) if HAS_AVX512 else (1,):
+        monkeypatch.setattr(cpu_attention, "WIDTH", width)  # read when traced: fresh jits below
+        results[width] = [jax.jit(lambda *a: attention(*a))(q, k, v, bias),
+                          *jax.jit(grad(_weighted_sum(attention, weights)))(q, k, v, bias)]
+    if not HAS_AVX512:
+        monkeypatch.setattr(cpu_attention, "WIDTH", 2)
+        with pytest.raises(Exception, match="lacks AVX-512"):
+            jax.block_until_ready(jax.jit(lambda *a: attention(*a))(q, k, v, bias))
+        return
+    for name, a, b in zip(("out", "q", "k", "v", "bias"), results[1], results[2]):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
 
 
 @needs_kernel
