@@ -43,10 +43,12 @@
 #include <thread>
 #include <vector>
 
+#include "native_isa.h"
 #include "native_pool.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
+using stylebench::has_avx512;
 using stylebench::run_units;
 
 namespace {
@@ -144,12 +146,7 @@ struct Vec {
 #include "cpu_attention_units.h"
 }  // namespace avx2
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f")
-#endif
+STYLEBENCH_AVX512_BEGIN
 namespace avx512 {
 struct Vec {
   using T = __m512;
@@ -162,19 +159,10 @@ struct Vec {
 };
 #include "cpu_attention_units.h"
 }  // namespace avx512
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+STYLEBENCH_AVX512_END
 
 // The width attribute: 0 = the CPU's widest (AVX-512 where it has AVX-512F), 1 = AVX2, 2 = AVX-512.
 enum Width : int64_t { kAuto = 0, kAvx2 = 1, kAvx512 = 2 };
-
-bool has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-}
 
 // Whether to run the AVX-512 code for `width`, or an error naming the bad attribute.
 ffi::Error wide(int64_t width, bool* avx512) {

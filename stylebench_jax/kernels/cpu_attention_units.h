@@ -1,7 +1,7 @@
 // The register-blocked products and the per-(sequence, head) forward and backward of
 // cpu_attention.cc, included once per vector width (no include guard, on purpose), as
 // cpu_topk_lanes.h is: each inclusion sits in its own namespace after a `Vec` traits struct (T, W,
-// zero, load, bcast, fma, store), the AVX-512 one inside a `#pragma GCC target` region. Only the
+// zero, load, bcast, fma, store), the AVX-512 one inside STYLEBENCH_AVX512_BEGIN/END (native_isa.h). Only the
 // products (`block`) use Vec: the softmax, exp and dropout passes are the same 8-lane AVX2 code in
 // both widths, so both give the same bits (each product element is one FMA chain in k order).
 

@@ -40,10 +40,12 @@
 #include <mutex>
 #include <vector>
 
+#include "native_isa.h"
 #include "native_pool.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
+using stylebench::has_avx512;
 
 namespace {
 
@@ -163,12 +165,7 @@ struct Vec {
 #include "cpu_topk_lanes.h"
 }  // namespace avx2x2
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f")
-#endif
+STYLEBENCH_AVX512_BEGIN
 namespace avx512 {  // 16 lanes per vector: panels of 32 queries
 struct Vec {
   using T = __m512;
@@ -183,20 +180,11 @@ struct Vec {
 };
 #include "cpu_topk_lanes.h"
 }  // namespace avx512
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+STYLEBENCH_AVX512_END
 
 // The widths: 0 = the CPU's widest (AVX-512 where it has it), 1 = AVX2, 2 = AVX2 in 32-query
 // panels (AVX-512's layout, for tests on AVX2 CPUs), 3 = AVX-512.
 enum Variant : int64_t { kAuto = 0, kAvx2 = 1, kAvx2x2 = 2, kAvx512 = 3 };
-
-bool has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-}
 
 using F32 = ffi::Buffer<ffi::F32>;
 using S32 = ffi::Buffer<ffi::S32>;

@@ -1,7 +1,7 @@
 // The register-blocked part of cpu_topk.cc, included once per vector width (no include guard, on
 // purpose): each inclusion sits in its own namespace after a `Vec` traits struct, inside a
-// `#pragma GCC target` region for AVX-512, so every instantiation is compiled for its own
-// instruction set and the AVX2 code never holds an AVX-512 instruction.
+// STYLEBENCH_AVX512_BEGIN/END region (native_isa.h) for AVX-512, so every instantiation is compiled
+// for its own instruction set and the AVX2 code never holds an AVX-512 instruction.
 //
 // Vec: T (a vector of W floats), W, zero(), load(p), bcast(p) (one float to every lane),
 // fma(a, b, c) = a * b + c rounded once, mul(a, b), gt(a, t) (bit l set where a[l] > t[l]),

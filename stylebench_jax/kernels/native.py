@@ -37,7 +37,8 @@ from stylebench_jax.runtime import cpu_flags
 
 HERE = Path(__file__).parent
 SOURCES = (HERE / "cpu_attention.cc", HERE / "cpu_topk.cc", HERE / "cpu_pairs.cc")
-HEADERS = (HERE / "native_pool.h", HERE / "cpu_topk_lanes.h", HERE / "cpu_attention_units.h")
+HEADERS = (HERE / "native_pool.h", HERE / "native_isa.h", HERE / "cpu_topk_lanes.h",
+           HERE / "cpu_attention_units.h")
 # FFI target name -> the library's handler symbol
 ATTENTION_TARGET = "stylebench_cpu_attention_f32"  # forward only (inference)
 ATTENTION_FORWARD_TARGET = "stylebench_cpu_attention_forward_f32"  # + per-row max and log sum (training)
