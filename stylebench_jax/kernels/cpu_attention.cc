@@ -134,29 +134,13 @@ inline float hmax(__m256 v) {
 // The products and the per-unit passes, once per vector width (cpu_attention_units.h): AVX2 (two
 // ymm per 16-float row of a block) and AVX-512 (one zmm), chosen at run time (Width below).
 namespace avx2 {
-struct Vec {
-  using T = __m256;
-  static constexpr int W = 8;
-  static T zero() { return _mm256_setzero_ps(); }
-  static T load(const float* p) { return _mm256_loadu_ps(p); }
-  static T bcast(const float* p) { return _mm256_broadcast_ss(p); }
-  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
-  static void store(float* p, T a) { _mm256_storeu_ps(p, a); }
-};
+using Vec = stylebench::Avx2Floats;
 #include "cpu_attention_units.h"
 }  // namespace avx2
 
 STYLEBENCH_AVX512_BEGIN
 namespace avx512 {
-struct Vec {
-  using T = __m512;
-  static constexpr int W = 16;
-  static T zero() { return _mm512_setzero_ps(); }
-  static T load(const float* p) { return _mm512_loadu_ps(p); }
-  static T bcast(const float* p) { return _mm512_set1_ps(*p); }
-  static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
-  static void store(float* p, T a) { _mm512_storeu_ps(p, a); }
-};
+using Vec = stylebench::Avx512Floats;
 #include "cpu_attention_units.h"
 }  // namespace avx512
 STYLEBENCH_AVX512_END

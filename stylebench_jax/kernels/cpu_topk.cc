@@ -127,18 +127,10 @@ inline void row_stats(const Scan& s, int64_t c0, int64_t c1, Thread& t, float* s
 
 // The register-blocked loops, once per vector width (cpu_topk_lanes.h).
 namespace avx2 {  // 8 lanes per vector: panels of 16 queries
-struct Vec {
-  using T = __m256;
-  static constexpr int W = 8;
-  static T zero() { return _mm256_setzero_ps(); }
-  static T load(const float* p) { return _mm256_loadu_ps(p); }
-  static T bcast(const float* p) { return _mm256_broadcast_ss(p); }
-  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
-  static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
+struct Vec : stylebench::Avx2Floats {  // + gt(a, t): bit l set where a[l] > t[l]
   static uint64_t gt(T a, T t) {
     return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(a, t, _CMP_GT_OQ)));
   }
-  static void store(float* p, T a) { _mm256_storeu_ps(p, a); }
 };
 #include "cpu_topk_lanes.h"
 }  // namespace avx2
@@ -167,16 +159,8 @@ struct Vec {
 
 STYLEBENCH_AVX512_BEGIN
 namespace avx512 {  // 16 lanes per vector: panels of 32 queries
-struct Vec {
-  using T = __m512;
-  static constexpr int W = 16;
-  static T zero() { return _mm512_setzero_ps(); }
-  static T load(const float* p) { return _mm512_loadu_ps(p); }
-  static T bcast(const float* p) { return _mm512_set1_ps(*p); }
-  static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
-  static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
+struct Vec : stylebench::Avx512Floats {
   static uint64_t gt(T a, T t) { return static_cast<uint16_t>(_mm512_cmp_ps_mask(a, t, _CMP_GT_OQ)); }
-  static void store(float* p, T a) { _mm512_storeu_ps(p, a); }
 };
 #include "cpu_topk_lanes.h"
 }  // namespace avx512
