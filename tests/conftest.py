@@ -1,10 +1,19 @@
-"""Test set-up: 8 fake CPU devices (before jax is imported) and paths to the shared material."""
+"""Test set-up: 8 fake CPU devices (before jax is imported), one compiled-program cache for the
+session, and paths to the shared material."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    # one compiled-program cache for the session, this process and the commands tests start as
+    # subprocesses (their embedding caches stay per test): a program is compiled once per session
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="stylebench-tests-xla-")
+    atexit.register(shutil.rmtree, os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
 
 from pathlib import Path  # noqa: E402
 

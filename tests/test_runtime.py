@@ -125,3 +125,22 @@ def test_release_free_heap_returns_freed_pages():
     rss = json.loads(out.stdout.strip().splitlines()[-1])
     assert rss["freed"] > rss["before"] - 20  # glibc keeps the freed blocks resident
     assert rss["released"] and rss["after"] < rss["freed"] - 150
+
+
+def test_the_compilation_cache_goes_where_jax_own_variable_says(tmp_path, monkeypatch):
+    """``<cache root>/xla`` by default; ``$JAX_COMPILATION_CACHE_DIR`` wins when set (the tests' session
+    cache is one: conftest.py)."""
+    import jax
+
+    from stylebench_jax.runtime import enable_compilation_cache
+
+    before = jax.config.jax_compilation_cache_dir
+    try:
+        monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "programs"))
+        assert enable_compilation_cache(tmp_path / "root") == tmp_path / "programs"
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "programs")
+        monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")
+        assert enable_compilation_cache(tmp_path / "root") == tmp_path / "root" / "xla"
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "root" / "xla")
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)
