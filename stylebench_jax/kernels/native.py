@@ -19,6 +19,7 @@ build), ``None`` when they can; their callers then use XLA and say so.
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import functools
 import hashlib
@@ -49,7 +50,8 @@ TARGETS = {ATTENTION_TARGET: "StylebenchCpuAttentionF32",
            ATTENTION_FORWARD_TARGET: "StylebenchCpuAttentionForwardF32",
            ATTENTION_BACKWARD_TARGET: "StylebenchCpuAttentionBackwardF32",
            TOPK_TARGET: "StylebenchTopkScanF32", PAIRS_TARGET: "StylebenchPairRanks"}
-CXX_FLAGS = ("-O3", "-mavx2", "-mfma", "-std=c++17", "-shared", "-fPIC")
+CXX_FLAGS = ("-O3", "-mavx2", "-mfma", "-std=c++17", "-fPIC")  # each source to an object
+LINK_FLAGS = ("-shared", "-fPIC")
 BUILD_TIMEOUT_S = 300
 NO_COMPILER = ("no C++ compiler found ($CXX, c++, g++, clang++); install one (Debian: apt install g++) "
                "or use XLA's kernels")
@@ -83,12 +85,13 @@ def library_name() -> str:
     digest = hashlib.sha256()
     for path in (*SOURCES, *HEADERS):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    digest.update(" ".join(CXX_FLAGS).encode() + jaxlib.__version__.encode())
+    digest.update(" ".join((*CXX_FLAGS, *LINK_FLAGS)).encode() + jaxlib.__version__.encode())
     return f"{PREFIX}{digest.hexdigest()[:16]}.so"
 
 
 def build(directory: str | Path | None = None) -> Path:
-    """Path of the compiled library, compiling it first when no build directory holds it (~20 s).
+    """Path of the compiled library, compiling it first when no build directory holds it (the sources
+    in parallel, one per core, then one link: ~7 s on 2 cores, ~14 s on one).
 
     ``directory``: where to build (default: the package's ``_build`` when writable, else the cache
     root's ``native``). Raises ``NativeBuildError`` naming the compiler's complaint."""
@@ -104,30 +107,55 @@ def build(directory: str | Path | None = None) -> Path:
     for folder in candidates:
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
-            os.close(fd)
+            work = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=folder))
         except OSError as error:
             errors.append(f"{folder}: {error.strerror}")
             continue
-        command = [*compiler, *CXX_FLAGS, f"-I{jax.ffi.include_dir()}", *map(str, SOURCES), "-o", tmp]
-        sources = ", ".join(path.name for path in SOURCES)
         try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-            if result.returncode != 0:  # the error lines (jaxlib's headers add warnings), else the tail
-                lines = result.stderr.strip().splitlines()
-                tail = "\n".join([line for line in lines if "error" in line][:5] or lines[-5:])
-                raise NativeBuildError(f"compiling {sources} failed ({' '.join(command)}):\n{tail}")
-            os.replace(tmp, folder / name)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise NativeBuildError(f"compiling {sources} failed ({' '.join(command)}): {error}") from error
+            _compile_and_link(compiler, work)
+            os.replace(work / name, folder / name)
         finally:
-            Path(tmp).unlink(missing_ok=True)  # gone after the rename; left only by a failure
+            shutil.rmtree(work, ignore_errors=True)  # the objects; the library too after a failure
         if folder == candidates[0] and directory is None:  # the package's own _build
             for stale in (*folder.glob(f"{PREFIX}*.so"), *folder.glob("cpu_attention-*.so")):  # older builds
                 if stale.name != name:
                     stale.unlink(missing_ok=True)
         return folder / name
     raise NativeBuildError(f"no writable build directory for {name}: {'; '.join(errors)}")
+
+
+def _compile_and_link(compiler: list[str], work: Path) -> None:
+    """``SOURCES`` to objects in ``work`` (in parallel: one compiler process per core, so the build
+    takes about as long as its largest source) and those to ``work / library_name()``. Raises
+    ``NativeBuildError`` with the command and the compiler's complaint, the first failing source's in
+    ``SOURCES`` order."""
+    include = f"-I{jax.ffi.include_dir()}"
+    objects = [work / f"{source.stem}.o" for source in SOURCES]
+    steps = [(f"compiling {source.name}", [*compiler, *CXX_FLAGS, include, "-c", str(source), "-o", str(obj)])
+             for source, obj in zip(SOURCES, objects)]
+
+    def run(step):  # the error lines of a compile (jaxlib's headers add warnings), a link's last lines
+        what, command = step
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"{what} failed ({' '.join(command)}): {error}"
+        if result.returncode == 0:
+            return None
+        lines = result.stderr.strip().splitlines()
+        errors = [line for line in lines if "error" in line] if what.startswith("compiling") else []
+        tail = "\n".join(errors[:5] or lines[-5:])
+        return f"{what} failed ({' '.join(command)}):\n{tail}"
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    with concurrent.futures.ThreadPoolExecutor(min(len(steps), cores)) as pool:
+        failures = [message for message in pool.map(run, steps) if message]
+    if not failures:
+        link = ("linking " + ", ".join(obj.name for obj in objects),
+                [*compiler, *LINK_FLAGS, *map(str, objects), "-o", str(work / library_name())])
+        failures = [message for message in [run(link)] if message]
+    if failures:
+        raise NativeBuildError(failures[0])
 
 
 def missing_prerequisite() -> str | None:

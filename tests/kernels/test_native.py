@@ -51,9 +51,16 @@ def test_build_errors_name_the_cause(tmp_path, monkeypatch):
     monkeypatch.undo()
     bad = tmp_path / "cpu_topk.cc"
     bad.write_text("this is not C++;\n")
-    monkeypatch.setattr(native, "SOURCES", (native.SOURCES[0], bad))
+    monkeypatch.setattr(native, "SOURCES", (native.SOURCES[-1], bad))  # cpu_pairs.cc compiles
     assert native.library_name() != name  # and the sources
-    with pytest.raises(native.NativeBuildError, match="compiling cpu_attention.cc, cpu_topk.cc failed"):
+    with pytest.raises(native.NativeBuildError, match=r"^compiling cpu_topk.cc failed \(.* -c \S+/cpu_topk.cc"
+                                                      r".*\n.*error"):
+        native.build(tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
+    # each source compiles, the link does not (a second definition of a handler's symbol)
+    bad.write_text(f'extern "C" void* {native.TARGETS[native.PAIRS_TARGET]}(void*) {{ return nullptr; }}\n')
+    with pytest.raises(native.NativeBuildError, match=r"(?s)^linking cpu_pairs.o, cpu_topk.o failed \(.*\n"
+                                                      r".*multiple definition of .StylebenchPairRanks"):
         native.build(tmp_path / "out")
     assert list((tmp_path / "out").iterdir()) == []
 
