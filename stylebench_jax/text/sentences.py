@@ -32,6 +32,7 @@ chunks and so different vectors.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 
 _REGEX_BOUNDARY = re.compile(r"(?<=[.!?…][\"'”’)\]])\s+|(?<=[.!?…])\s+|\n\s*\n")
@@ -95,11 +96,18 @@ def uses_script_rules(text: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1)
+def _spacy_installed() -> bool:
+    """Whether spaCy is installed, answered without importing it (1-3 s): the splitter's name, part of
+    every chunking embedder's identity, needs only this, so texts that need no split never import it."""
+    return importlib.util.find_spec("spacy") is not None
+
+
+@functools.lru_cache(maxsize=1)
 def _spacy_sentencizer():
-    try:
-        import spacy
-    except ImportError:
+    if not _spacy_installed():
         return None
+    import spacy  # installed but failing to import: an error, never the regex splitter under spaCy's name
+
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
     nlp.max_length = 50_000_000
@@ -107,7 +115,7 @@ def _spacy_sentencizer():
 
 
 def splitter_name() -> str:
-    english = "spacy-sentencizer" if _spacy_sentencizer() is not None else "regex"
+    english = "spacy-sentencizer" if _spacy_installed() else "regex"
     return f"{english}+{SCRIPT_RULES_VERSION}"
 
 

@@ -151,3 +151,23 @@ def test_fused_attention_flag(tmp_path, txt_input, cache_dir, capsys):
     assert err.startswith("stylebench embed: error: --fused-attention: the fused CPU attention kernel cannot "
                           "run: the kernel takes float32")
     assert "\n" not in err and not bad.exists()
+
+
+IMPORT_PROBE = """\
+import atexit, runpy, sys
+heavy = ("sklearn", "scipy", "pandas", "spacy")
+atexit.register(lambda: print("imported:", [name for name in heavy if name in sys.modules]))
+sys.argv = ["stylebench", *sys.argv[1:]]
+runpy.run_module("stylebench_jax.cli", run_name="__main__")
+"""
+
+
+def test_embedding_short_texts_imports_no_analysis_library(tmp_path, txt_input, cache_dir):
+    """`stylebench embed` (chunking, the default) on texts that need no split imports neither the
+    metrics' scikit-learn, SciPy and pandas nor the sentence splitter's spaCy (1-3 s each at start)."""
+    result = subprocess.run([sys.executable, "-c", IMPORT_PROBE, "embed", "--input", str(txt_input),
+                             "--output", str(tmp_path / "o.npy"), "--quiet"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "imported: []"
+    assert np.load(tmp_path / "o.npy").shape == (len(TEXTS), 384)
