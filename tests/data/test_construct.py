@@ -17,7 +17,7 @@ from stylebench_jax.cli import main
 from stylebench_jax.config import config_from_dict
 from stylebench_jax.data.construct import BuildConfig, build_benchmark, load_build_config
 from stylebench_jax.data.construct.config import FilterConfig, SamplingConfig, StructureConfig
-from stylebench_jax.data.construct.dedup import jaccard
+from stylebench_jax.data.construct.dedup import NearDuplicateIndex, jaccard, lsh_bands
 from stylebench_jax.data.construct.filters import rule_failed
 from stylebench_jax.data.construct.pipeline import load_tokenizer
 from stylebench_jax.data.construct.records import Origin, Record, length_bucket
@@ -193,6 +193,44 @@ def test_every_drop_is_counted_by_rule(corpus):
         for r in map(json.loads, open(corpus / "out" / "splits" / f"{split}.jsonl"))
     }
     assert "짧다 ok\n" in texts
+
+
+def _mutated(base: str, count: int, rng) -> str:
+    chars = list(base)
+    for i in rng.choice(len(chars), size=count, replace=False):
+        chars[i] = "ABCDEFG"[rng.integers(7)]
+    return "".join(chars)
+
+
+@pytest.mark.parametrize(("mutations", "least_removed"), [(30, 1.0), (45, 0.9)])
+def test_near_duplicates_above_the_threshold_are_found(mutations, least_removed):
+    # a 3,000-character text and a copy with a few characters changed (J ~ 0.91 / 0.87 over 5-grams),
+    # under 60 MinHash seeds: LSH must propose the pair (datasketch's default 9 x 13 band split for
+    # 0.8 left 98% / 82% of them found), then the MinHash estimate decides
+    rng = np.random.default_rng(0)
+    base = "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz "), size=3000))
+    copy = _mutated(base, mutations, rng)
+    similarity = jaccard(base, copy, 5)
+    assert 0.85 < similarity < 0.92
+    removed = []
+    for seed in range(1, 61):
+        index = NearDuplicateIndex(0.8, seed=seed)
+        index.check("base", base)
+        removed.append(index.check("copy", copy) == "base")
+    assert np.mean(removed) >= least_removed, (similarity, np.mean(removed))
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.5, 0.8, 0.9, 1.0])
+@pytest.mark.parametrize("num_perm", [16, 128, 256])
+def test_lsh_band_split_keeps_misses_rare_just_above_the_threshold(threshold, num_perm):
+    bands, rows = lsh_bands(threshold, num_perm)
+    assert bands * rows <= num_perm
+    j = threshold + min(0.05, (1 - threshold) / 2)
+    assert (1 - j ** rows) ** bands <= 1e-3 or (bands, rows) == (num_perm, 1)
+    # the largest such number of rows: one more row per band would miss more often
+    if rows < num_perm:
+        assert (1 - j ** (rows + 1)) ** (num_perm // (rows + 1)) > 1e-3
+    assert lsh_bands(0.8, 128) == (18, 7)
 
 
 def test_splits_are_author_and_duplicate_disjoint(corpus):
