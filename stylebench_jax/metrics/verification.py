@@ -29,7 +29,9 @@ EER_METHODS = ("threshold", "roc")
 
 
 def _far_frr_points(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray):
-    """Weighted FAR and FRR ``[b, T + 1]`` at every distinct score (ascending) and at +inf."""
+    """Weighted counts at every distinct score (ascending) and at +inf: ``neg_at_or_above [b, T + 1]``
+    (FAR's numerator), ``pos_below [b, T + 1]`` (FRR's numerator), ``neg_total [b, 1]``,
+    ``pos_total [b, 1]``."""
     order = np.argsort(scores, kind="stable")
     s = scores[order]
     starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
@@ -41,28 +43,31 @@ def _far_frr_points(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray)
     neg_total = neg.sum(axis=1, keepdims=True)
     neg_at_or_above = neg_total - np.concatenate([zeros, np.cumsum(neg, axis=1)], axis=1)[:, :-1]
     neg_at_or_above = np.concatenate([neg_at_or_above, zeros], axis=1)   # tau = +inf accepts nothing
-    p_total = pos_below[:, -1:]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return neg_at_or_above / neg_total, pos_below / p_total, (p_total[:, 0] > 0) & (neg_total[:, 0] > 0)
+    return neg_at_or_above, pos_below, neg_total, pos_below[:, -1:]
 
 
 def eer_threshold_batch(scores, labels, weights) -> np.ndarray:
     """Threshold EER (module docstring) of one score list under ``b`` weightings ``[b, P]`` -> ``[b]``.
 
     Weight ``w_i`` counts pair ``i`` ``w_i`` times (bootstrap resample counts). A weighting without
-    positive or negative weight gives NaN.
+    positive or negative weight gives NaN. The gap is compared as the cross product
+    ``|neg_at_or_above * P_pos - pos_below * P_neg|`` (``P_pos * P_neg`` times ``|FAR - FRR|``), exact
+    for integer weights, so equal gaps tie exactly and the smallest threshold wins; comparing the
+    two divided rates would let rounding pick (``|1/2 - 3/7|`` and ``|1/2 - 4/7|`` differ in the last bit).
     """
     scores = np.asarray(scores, dtype=np.float64)
     labels = np.asarray(labels).astype(bool)
     weights = np.atleast_2d(np.asarray(weights, dtype=np.float64))
     if weights.shape[1] != scores.size or labels.shape != scores.shape:
         raise ValueError(f"weights {weights.shape} do not match {scores.size} scores")
-    far, frr, valid = _far_frr_points(scores, labels, weights)
-    gap = np.abs(far - frr)
-    best = np.argmin(np.where(np.isnan(gap), np.inf, gap), axis=1)  # first = smallest threshold
-    rows = np.arange(weights.shape[0])
-    eer = (far[rows, best] + frr[rows, best]) / 2.0
-    return np.where(valid, eer, np.nan)
+    neg_ge, pos_below, neg_total, pos_total = _far_frr_points(scores, labels, weights)
+    valid = (pos_total[:, 0] > 0) & (neg_total[:, 0] > 0)
+    cross = np.abs(neg_ge * pos_total - pos_below * neg_total)
+    best = np.argmin(cross, axis=1)[:, None]   # first = smallest threshold
+    with np.errstate(divide="ignore", invalid="ignore"):
+        far = np.take_along_axis(neg_ge, best, axis=1)[:, 0] / neg_total[:, 0]
+        frr = np.take_along_axis(pos_below, best, axis=1)[:, 0] / pos_total[:, 0]
+    return np.where(valid, (far + frr) / 2.0, np.nan)
 
 
 def eer_threshold(scores, labels) -> float:

@@ -3,8 +3,10 @@
 Every document of the split is a query against the *full within-split pool*, itself excluded
 (A.8: "each test document is used as a query and ranked against a candidate pool drawn from the
 same split"); its relevant candidates are the other documents by its author. A document whose author
-has no other document in the split stays in the pool as a distractor but is not scored (the number
-of such documents is reported). Reported per query, then macro-averaged (``metrics.ranking``):
+has no other document in the split stays in the pool as a distractor but is not scored (each
+Score's ``n`` counts the scored queries, so the split's size minus ``n`` is how many were left out;
+``AttributionRun.unscored`` holds that count; the builder's default ``min_docs_per_author: 2`` with
+author-disjoint splits leaves none). Reported per query, then macro-averaged (``metrics.ranking``):
 ``success@K``, ``recall@K`` (fraction of the author's other documents found), ``ndcg@K`` (binary
 gains, IDCG over min(K, |relevant|)) for K in ``ks`` (default 1, 5, 10), and ``mrr@C`` (C = 100 by
 default) -- an extra, **not an AuthBench metric** -- with one tie rule (ties against the query).

@@ -1,5 +1,7 @@
 """EER in AuthBench's threshold definition vs a plain loop; the ROC method is the existing EER."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from sklearn.metrics import roc_curve
@@ -8,16 +10,17 @@ from stylebench_jax.metrics import auroc, eer, eer_threshold_batch, equal_error_
 
 
 def loop_eer(scores, labels):
-    """Plain reading of AuthBench A.9: try every threshold, keep the smallest |FAR - FRR|."""
+    """Plain reading of AuthBench A.9: try every threshold, keep the smallest |FAR - FRR| (exact
+    fractions: the first of equal gaps wins, whatever the rounding of the rates)."""
     pos = [s for s, y in zip(scores, labels) if y]
     neg = [s for s, y in zip(scores, labels) if not y]
     best = None
     for tau in sorted(set(scores)) + [np.inf]:
-        far = sum(s >= tau for s in neg) / len(neg)
-        frr = sum(s < tau for s in pos) / len(pos)
+        far = Fraction(sum(s >= tau for s in neg), len(neg))
+        frr = Fraction(sum(s < tau for s in pos), len(pos))
         if best is None or abs(far - frr) < best[0]:
             best = (abs(far - frr), (far + frr) / 2)
-    return best[1]
+    return float(best[1])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -40,6 +43,21 @@ def test_hand_computed_threshold_eer():
     # the ROC method interpolates the crossing instead
     assert eer(scores, labels, method="roc") == equal_error_rate(scores, labels)
     assert eer(scores, labels, method="roc") != pytest.approx(eer(scores, labels))
+
+
+def test_equal_gaps_pick_the_smallest_threshold_not_the_rounding():
+    # positives .1 .1 .1 .2 .5 .5 .5, negatives 0 .9: tau = 0.2 gives FAR 1/2, FRR 3/7 and tau = 0.5
+    # FAR 1/2, FRR 4/7, the same gap 1/14; in floats |1/2 - 3/7| is one ulp larger than |1/2 - 4/7|
+    scores = [0.1, 0.1, 0.1, 0.2, 0.5, 0.5, 0.5, 0.0, 0.9]
+    labels = [1, 1, 1, 1, 1, 1, 1, 0, 0]
+    assert eer(scores, labels) == pytest.approx((1 / 2 + 3 / 7) / 2)
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(4, 12))
+        labels = rng.random(n) < 0.6
+        labels[:2] = [True, False]
+        scores = rng.integers(0, 5, size=n) / 10
+        assert eer(scores, labels) == pytest.approx(loop_eer(scores.tolist(), labels.tolist()))
 
 
 def test_methods_agree_within_one_step_and_on_separable_scores():
