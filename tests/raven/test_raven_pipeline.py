@@ -68,6 +68,42 @@ def test_cutting_drops_and_grouping_keeps_unselected_topics_for_hits_and_random(
         assert not train & {grouped.doc_topic[i] for i in fold.test_docs}
 
 
+def _pairs_by_hand(representation, dataset):
+    """{unordered pair: cosine of the two topics' (groups') mean unit vectors in this dataset}."""
+    unit = representation / np.linalg.norm(representation, axis=1, keepdims=True)
+    labels = np.asarray(dataset.doc_topic)
+    mean = {t: unit[labels == t].mean(axis=0) for t in set(dataset.doc_topic) - {""}}
+    out = {}
+    for fold in dataset.folds:
+        for a in fold.train_topics:
+            for b in fold.test_topics:
+                va, vb = mean[a], mean[b]
+                out[frozenset((a, b))] = float(va @ vb / np.linalg.norm(va) / np.linalg.norm(vb))
+    return out
+
+
+@pytest.mark.parametrize("strategy", ["cutting", "grouping"])
+def test_table6_rates_random_pairs_on_their_own_datasets_topic_vectors(corpus, strategy):
+    # with grouping, a group named after a selected topic holds different books in different random
+    # samples: each random pair's similarity is its own sample's (as HITS pairs' are), not the corpus'
+    cfg = config(n_topics=3, random_seeds=[0, 1, 2, 3], strategy=strategy)
+    representation = nmf_vectors(corpus.texts, n_components=4)
+    datasets = sample_datasets(cfg, corpus, representation)
+    table = similarity_tables(cfg, corpus, representation, datasets)
+    expected = {}
+    for dataset in datasets[1:]:
+        for pair, value in _pairs_by_hand(representation, dataset).items():
+            expected[pair] = max(value, expected.get(pair, -np.inf))
+    top = sorted(expected.values(), reverse=True)[:5]
+    got = table["most_similar_pairs"]["random"]
+    assert [p["similarity"] for p in got] == pytest.approx(top)
+    for p in got:
+        assert p["similarity"] == pytest.approx(expected[frozenset((p["train_topic"], p["test_topic"]))])
+    hits = _pairs_by_hand(representation, datasets[0])
+    for p in table["most_similar_pairs"]["hits"]:
+        assert p["similarity"] == pytest.approx(hits[frozenset((p["train_topic"], p["test_topic"]))])
+
+
 def test_fingerprint_changes_with_identity_pairs_and_texts(corpus):
     representation = nmf_vectors(corpus.texts, n_components=4)
     fold = sample_datasets(config(), corpus, representation)[0].folds[0]
