@@ -138,14 +138,16 @@ def _memory_plan(args: argparse.Namespace, mesh, device_memory: int | None):
     """The memory plan of ``--model`` (``None`` for baselines and names that are not model directories,
     which ``resolve_embedder`` then reports)."""
     from stylebench_jax.encoders.memory_plan import plan_memory
-    from stylebench_jax.encoders.registry import minilm_dir
+    from stylebench_jax.encoders.registry import minilm_dir, train_run_export
 
     if args.model.startswith("baseline:"):
         return None
     path = minilm_dir() if args.model.strip() == "minilm" else Path(args.model).expanduser()
     if not path.is_dir():
         return None
-    return plan_memory(path, mesh, batch_size=args.batch_size, max_length=args.max_length,
+    name = args.model.strip() if args.model.strip() == "minilm" else path.name
+    path = train_run_export(path) or path
+    return plan_memory(path, mesh, name=name, batch_size=args.batch_size, max_length=args.max_length,
                        dtype=args.dtype or "float32", device_memory=device_memory)
 
 

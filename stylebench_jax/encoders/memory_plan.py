@@ -154,18 +154,31 @@ def parameter_bytes(boxed_abstract, shardings) -> tuple[int, int, int]:
 
 
 def plan_memory(model_dir: str | Path, mesh: Mesh, *, batch_size: int = 64, max_length: int | None = None,
-                dtype: str = "float32", device_memory: int | None = None) -> MemoryPlan:
-    """The ``MemoryPlan`` of the model in ``model_dir`` (config.json only; no weights are read)."""
-    from stylebench_jax.encoders.loading import DTYPES, abstract_params, model_family
+                dtype: str = "float32", device_memory: int | None = None,
+                name: str | None = None) -> MemoryPlan:
+    """The ``MemoryPlan`` of the model in ``model_dir`` (config.json only; no weights are read);
+    ``name`` (default: the folder's) in the plan and its messages."""
+    from stylebench_jax.encoders.loading import (
+        DTYPES,
+        abstract_params,
+        model_family,
+        sentence_transformers_defaults,
+    )
     from stylebench_jax.encoders.neural import EncodeSettings, embedder_class
     from stylebench_jax.parallel import fitted_shardings
 
     model_dir = Path(model_dir)
+    name = name or model_dir.name
     family = model_family(model_dir)
     cls = embedder_class(model_dir)
     cls.check_options(dtype=dtype, batch_size=batch_size, max_length=max_length)
     config = cls.config_class.from_json(model_dir / "config.json")
-    max_length = max_length or cls.default_max_length(config)
+    # the embedder's own default (sentence-transformers' max_seq_length first: 256 for MiniLM) and range
+    max_length = (max_length or sentence_transformers_defaults(model_dir, cls.pooling_modes).get("max_length")
+                  or cls.default_max_length(config))
+    if max_length > config.max_tokens:
+        raise InvalidOption("max_length", f"expected at most {config.max_tokens} tokens for {name}, "
+                                          f"got {max_length}")
     # Pooling and normalisation do not change the parameters (not counted: a learned attention pooling,
     # H^2 + 2H + 1, and an exported projection head, H P + 3P).
     module = cls.build_module(config, EncodeSettings(max_length=max_length, pooling=cls.default_pooling,
@@ -179,7 +192,7 @@ def plan_memory(model_dir: str | Path, mesh: Mesh, *, batch_size: int = 64, max_
         kv_heads=getattr(config, "num_kv_heads", config.num_heads), head_dim=config.head_dim,
         intermediate=config.intermediate_size, itemsize=np.dtype(DTYPES[dtype]).itemsize, model=model)
     capacity, source = device_capacity(mesh, device_memory)
-    return MemoryPlan(model=model_dir.name, family=family, mesh={"data": data, "model": model},
+    return MemoryPlan(model=name, family=family, mesh={"data": data, "model": model},
                       batch_size=batch_size, max_length=max_length, dtype=dtype, n_params=n_params,
                       param_bytes_total=total, param_bytes_per_device=per_device,
                       activation_bytes_per_device=activations, capacity_bytes=capacity,

@@ -235,7 +235,7 @@ class FlaxEncoderEmbedder:
         if not reserved < max_length <= self.config.max_tokens:
             taken = f" (special tokens and prompt take {reserved})" if prompt else ""
             raise InvalidOption("max_length", f"expected a value in ({reserved}, {self.config.max_tokens}] "
-                                              f"for {self.model_dir.name}{taken}, got {max_length}")
+                                              f"for {name or self.model_dir.name}{taken}, got {max_length}")
         self.settings = EncodeSettings(
             max_length=int(max_length),
             pooling=pooling or defaults.get("pooling", self.default_pooling),

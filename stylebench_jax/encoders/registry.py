@@ -26,6 +26,17 @@ def minilm_dir() -> Path:
     return model_dir
 
 
+def train_run_export(path: Path) -> Path | None:
+    """``RUN/export`` when ``path`` is a ``stylebench train`` run directory (``config.json`` and
+    ``best/``), else None. A run without ``export/`` (still training, or killed) is an error."""
+    if not ((path / "config.json").is_file() and (path / "best").is_dir()):
+        return None
+    if not (path / "export").is_dir():
+        raise UserInputError(f"{path}: a stylebench train run without export/ (not finished?); the model "
+                             "to embed with is written to RUN/export when training ends")
+    return path / "export"
+
+
 def known_names() -> list[str]:
     from stylebench_jax.encoders.baselines import BASELINES
 
@@ -59,6 +70,8 @@ def resolve_embedder(name: str, **options) -> Embedder | PairSimilarity:
     path = Path(name).expanduser()
     if path.is_dir():
         from stylebench_jax.encoders.neural import embedder_class
+
+        path = train_run_export(path) or path  # a training run embeds with its exported model
 
         return embedder_class(path)(path, **neural)
     raise UserInputError(f"unknown model {name!r}: expected 'minilm', 'baseline:<name>' or a local "

@@ -1,6 +1,7 @@
 """`stylebench embed` end to end: output, caching (no forward pass on re-run), bad input."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -171,3 +172,40 @@ def test_embedding_short_texts_imports_no_analysis_library(tmp_path, txt_input, 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "imported: []"
     assert np.load(tmp_path / "o.npy").shape == (len(TEXTS), 384)
+
+
+def _fake_run(tmp_path):
+    """A `stylebench train` run's layout: config.json, best/ and the exported model in export/."""
+    from tests.helpers.fixtures import model_dir
+
+    run = tmp_path / "run"
+    (run / "best").mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    shutil.copytree(model_dir("bert"), run / "export")
+    return run
+
+
+def test_a_training_run_embeds_with_its_export(tmp_path, txt_input, cache_dir, capsys):
+    run = _fake_run(tmp_path)
+    assert run_cli("--model", run, "--input", txt_input, "--output", tmp_path / "run.npy") == 0
+    assert run_cli("--model", run / "export", "--input", txt_input, "--output", tmp_path / "export.npy") == 0
+    assert (tmp_path / "run.npy").read_bytes() == (tmp_path / "export.npy").read_bytes()
+    assert main(["embed", "--model", str(run), "--plan-only"]) == 0
+    assert "memory plan for run " in capsys.readouterr().out
+    shutil.rmtree(run / "export")
+    assert run_cli("--model", run, "--input", txt_input, "--output", tmp_path / "none.npy") == 2
+    err = capsys.readouterr().err.strip()
+    assert "a stylebench train run without export/ (not finished?)" in err and "\n" not in err
+
+
+def test_max_length_range_named_for_the_model_before_planning(tmp_path, txt_input, cache_dir, capsys):
+    out = tmp_path / "a.npy"
+    for length in (600, 100000):  # 100000 used to be refused by the memory plan (TiB of activations)
+        assert run_cli("--max-length", length, "--input", txt_input, "--output", out) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == ("stylebench embed: error: --max-length: expected at most 512 tokens for minilm, "
+                       f"got {length}")
+    # the plan uses the length the model embeds with: sentence-transformers' max_seq_length, 256 for MiniLM
+    assert main(["embed", "--model", "minilm", "--plan-only"]) == 0
+    assert "batch 64 x 256 tokens" in capsys.readouterr().out
+    assert not out.exists()
