@@ -146,6 +146,15 @@ def _load_pair_columns(directory: Path, split: str) -> dict[str, list]:
     return columns
 
 
+def check_both_labels(columns: dict[str, list], directory: Path, split: str, use: str) -> None:
+    """``UserInputError`` unless the ``split`` pairs hold both labels (``use``: what needs them)."""
+    labels = {int(label) for label in columns["label"]}
+    if len(labels) < 2:
+        raise UserInputError(f"{directory}: all {len(columns['label'])} {split!r} pairs have label "
+                             f"{labels.pop()}; {use} needs same- and different-author pairs (prepare the "
+                             "pairs from more books or groups per split)")
+
+
 def subsample(columns: dict[str, list], limit: int | None, seed: int) -> dict[str, list]:
     n = len(columns["label"])
     if limit is None or n <= limit:
@@ -173,6 +182,7 @@ def pairs_from_columns(columns: dict[str, list], group_codes: dict[str, int], to
 def load_pairs_data(config: DataConfig, tokenizer: TextTokenizer, max_length: int, seed: int) -> TrainingData:
     train_cols = subsample(_load_pair_columns(config.pairs, "train"), config.max_train_pairs, seed)
     val_cols = subsample(_load_pair_columns(config.pairs, "validation"), config.max_validation_pairs, seed)
+    check_both_labels(val_cols, config.pairs, "validation", "checkpoint selection (balanced accuracy)")
     books = sorted(set(train_cols["book1"] + train_cols["book2"] + val_cols["book1"] + val_cols["book2"]))
     codes = {book: i for i, book in enumerate(books)}
     train_texts = list(dict.fromkeys(train_cols["text1"] + train_cols["text2"]))

@@ -24,6 +24,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, mesh: Mesh, hooks: Sequen
     base = read_encoder_dir(base_dir(config))
     data = load_training_data(config.data, base.tokenizer, config.model.max_length, config.seed,
                               config.trainer.batch_size)
+    test_columns = held_out_columns(config) if data.source == "pairs" else None  # checked before training
     teacher_logits = None
     if config.teacher.mode != "none" and config.loss.distillation_weight > 0:
         from stylebench_jax.training.teacher import teacher_logits_for
@@ -32,30 +33,40 @@ def train(config: TrainConfig, run_dir: str | Path, *, mesh: Mesh, hooks: Sequen
     trainer = Trainer(config, Path(run_dir), base=base, data=data, mesh=mesh, hooks=hooks, progress=progress,
                       teacher_logits=teacher_logits)
     result = trainer.run()
-    if result.export_dir is not None and data.source == "pairs":
-        held_out_evaluation(config, base, data, trainer, result, mesh)
+    if result.export_dir is not None and test_columns is not None:
+        held_out_evaluation(config, base, data, trainer, result, mesh, test_columns)
     return result
 
 
-def held_out_evaluation(config: TrainConfig, base, data, trainer: Trainer, result: TrainResult,
-                mesh: Mesh) -> dict | None:
-    """Held-out test pairs (the ``test`` split, never used for training or checkpoint selection):
-    the exported model against the untrained base model, written to ``RUN/test_report.json`` and
-    added to ``summary.json``."""
-    import json
-
-    import numpy as np
-
+def held_out_columns(config: TrainConfig) -> dict[str, list] | None:
+    """The ``test`` split's pairs the held-out report scores (subsampled like validation's), or None
+    when the pairs have no test split; one label only is an error (ROC-AUC needs both), raised before
+    any training step."""
     from stylebench_jax.data.pairs.output import load_pairs
-    from stylebench_jax.encoders.neural import FlaxEncoderEmbedder
-    from stylebench_jax.fileio import read_json_file, write_text_atomic
-    from stylebench_jax.training.data import pairs_from_columns, subsample
-    from stylebench_jax.training.validate import held_out_report, make_predictor, predict
+    from stylebench_jax.training.data import check_both_labels, subsample
 
     columns = load_pairs(config.data.pairs, "test")
     if not columns.get("label"):
         return None
     columns = subsample(columns, config.data.max_validation_pairs, config.seed)
+    check_both_labels(columns, config.data.pairs, "test", "the held-out report (ROC-AUC)")
+    return columns
+
+
+def held_out_evaluation(config: TrainConfig, base, data, trainer: Trainer, result: TrainResult,
+                        mesh: Mesh, columns: dict[str, list]) -> dict:
+    """Held-out test pairs (``columns``: :func:`held_out_columns`, never used for training or checkpoint
+    selection): the exported model against the untrained base model, written to
+    ``RUN/test_report.json`` and added to ``summary.json``."""
+    import json
+
+    import numpy as np
+
+    from stylebench_jax.encoders.neural import FlaxEncoderEmbedder
+    from stylebench_jax.fileio import read_json_file, write_text_atomic
+    from stylebench_jax.training.data import pairs_from_columns
+    from stylebench_jax.training.validate import held_out_report, make_predictor, predict
+
     books = sorted(set(columns["book1"] + columns["book2"]))
     pairs = pairs_from_columns(columns, {b: i for i, b in enumerate(books)}, base.tokenizer,
                                 config.model.max_length, (data.feature_mean, data.feature_std))

@@ -195,6 +195,28 @@ def test_bad_config_is_one_line_exit_2(setup, tmp_path, capsys, override, fragme
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("split, use", [("validation", "checkpoint selection (balanced accuracy)"),
+                                        ("test", "the held-out report (ROC-AUC)")])
+def test_one_label_split_is_refused_before_training(setup, tmp_path, capsys, split, use):
+    # prepare-pairs on few books can give a split of positives only: the run used to train, then die in
+    # the held-out report's bootstrap with a traceback, leaving a half-written run
+    root, config = setup
+    pairs = tmp_path / "pairs"
+    rows = [json.loads(line) for line in (root / "pairs" / "pairs.jsonl").read_text().splitlines()]
+    validation = [r for r in rows if r["split"] == "validation"]
+    extra = [{**r, "split": "test"} for r in validation]
+    target = validation if split == "validation" else extra
+    for row in target:
+        row.update(label=1, pair_type="positive", negative_type="", book2=row["book1"],
+                   author2=row["author1"])
+    pairs.mkdir()
+    (pairs / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows + extra), encoding="utf-8")
+    assert main(["train", str(config), f"data.pairs={pairs}", "--output", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"all 16 '{split}' pairs have label 1; {use} needs" in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "x").exists()
+
+
 def test_group_contrastive_training_and_teacher_distillation(setup, tmp_path, cache_dir):
     root, config = setup
     rng = np.random.default_rng(4)
