@@ -415,6 +415,24 @@ def test_cli_builds_and_loads_overrides(corpus, capsys):
     assert config.dedup.threshold == 0.5
 
 
+@pytest.mark.parametrize("overrides, fragment", [
+    (["sampling.min_docs_per_author=1000"],
+     "filtered 29, sampled 29, canonical 29, final 0; 8 bad records (invalid_utf8 2, missing_author 1, "
+     "empty_text 1; first: posts.jsonl:30: missing author (source field 'user')); most dropped by "
+     "final:below_min_docs_per_author 29"),
+    (["sources[0].fields.text=nope", "sources[1].fields.text=nope"], "(ingested 0; "),
+])
+def test_a_build_that_leaves_no_document_is_an_error_and_writes_nothing(corpus, capsys, overrides, fragment):
+    import yaml
+
+    path = corpus / "empty.yaml"
+    path.write_text(yaml.safe_dump(config_dict(corpus, corpus / "empty_out"), sort_keys=False))
+    assert main(["data", "build", str(path), *overrides, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "tiny: no document is left for the benchmark (ingested " in err and fragment in err, err
+    assert len(err.splitlines()) == 1 and not (corpus / "empty_out").exists()
+
+
 def test_directory_source_and_aliases(tmp_path):
     for author, folder in (("Austen", "a"), ("JaneAusten", "b"), ("Dickens", "a")):
         (tmp_path / folder / author).mkdir(parents=True, exist_ok=True)

@@ -61,6 +61,7 @@ from stylebench_jax.data.construct.records import (
     salted_hash,
 )
 from stylebench_jax.data.construct.textops import Boilerplate, canonicalize, collapse_whitespace, normalize
+from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import write_text_atomic
 from stylebench_jax.parallel.distributed import is_primary, map_shards
 
@@ -380,6 +381,8 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
     final, small = sampling.drop_small_authors(final, config.sampling.min_docs_per_author)
     run.drops["final:below_min_docs_per_author"] += small
     run.stages["final"] = len(final)
+    if not final:  # found before anything is written: an empty benchmark only fails later, in eval
+        raise UserInputError(_empty_build_message(config, run))
     edges = report.get("quantile_edges")
     edge_arrays = {k: np.asarray(v) for k, v in edges.items()} if edges else None
     buckets = [sampling.bucket_key(r, sampling.length_bin(r, config.sampling, edge_arrays)) for r in final]
@@ -418,6 +421,21 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
     log(f"data build: {len(final)} documents -> {out} "
         + ", ".join(f"{s} {len(r)}" for s, r in by_split.items()) + f" ({timings['total_s']:.1f} s)")
     return BuildResult(manifest, out, by_split)
+
+
+def _empty_build_message(config: BuildConfig, run: _Run) -> str:
+    """Why no document is left: the stage counts up to the first empty one and the largest drops."""
+    order = ("ingested", "deduplicated", "chunked", "filtered", "sampled", "canonical", "final")
+    counts = [f"{stage} {run.stages.get(stage, 0)}" for stage in order]
+    empty = next(i for i, stage in enumerate(order) if run.stages.get(stage, 0) == 0)
+    stages = ", ".join(counts[:empty + 1])
+    bad = Counter(b.kind for b in run.bad)
+    bad_text = (f"; {len(run.bad)} bad records ({', '.join(f'{k} {n}' for k, n in bad.most_common(3))}; "
+                f"first: {run.bad[0].file}:{run.bad[0].line}: {run.bad[0].reason})") if run.bad else ""
+    drops = ", ".join(f"{rule} {n}" for rule, n in run.drops.most_common(3) if n)
+    return (f"{config.name}: no document is left for the benchmark ({stages}{bad_text}"
+            + (f"; most dropped by {drops}" if drops else "") + "); check sources[].path and fields, "
+            "the filters' thresholds and sampling.min_docs_per_author")
 
 
 def _manifest(config: BuildConfig, run: _Run, report: dict, by_split, bucket_split, tokenizer_info) -> dict:
