@@ -46,7 +46,9 @@ def register(subparsers) -> None:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", required=True, type=Path, help="float .npy [Q, D]")
     parser.add_argument("--candidates", required=True, type=Path, help="float .npy [N, D] (read by blocks)")
-    parser.add_argument("--k", required=True, type=int, help="neighbours per query")
+    parser.add_argument("--k", required=True, type=int,
+                        help="neighbours per query (a line lists fewer when the pool, less "
+                             "--exclude-self and the group exclusions, holds fewer; a large --k lists all)")
     parser.add_argument("--output", required=True, type=Path, help="output .jsonl, one line per query")
     parser.add_argument("--exclude-self", action="store_true",
                         help="never return candidate i for query i (queries are the pool's first rows)")
@@ -127,8 +129,8 @@ def run(args: argparse.Namespace) -> int:
     check_positive(args.query_batch, "--query-batch")
     if (args.query_groups is None) != (args.candidate_groups is None):
         raise UserInputError("--query-groups and --candidate-groups must be given together")
-    check_output_file(args.output, "--output", inputs=[args.queries, args.candidates, args.query_groups,
-                                                       args.candidate_groups])
+    check_output_file(args.output, "--output", suffix=".jsonl",
+                      inputs=[args.queries, args.candidates, args.query_groups, args.candidate_groups])
     mesh = build_mesh(args.mesh)
     queries = _load_queries(args.queries, args.normalize)
     pool = NpyRows(args.candidates)
@@ -137,6 +139,10 @@ def run(args: argparse.Namespace) -> int:
                                        f"{args.queries} have {queries.shape[1]}")
     if pool.shape[0] == 0:
         raise located(args.candidates, "the candidate pool is empty")
+    if args.exclude_self and queries.shape[0] > pool.shape[0]:
+        raise UserInputError(f"--exclude-self: query i is candidate i, so the {queries.shape[0]} queries in "
+                             f"{args.queries} cannot outnumber the {pool.shape[0]} candidates in "
+                             f"{args.candidates}")
     query_groups = _load_groups(args.query_groups, queries.shape[0], "query group")
     candidate_groups = _load_groups(args.candidate_groups, pool.shape[0], "candidate group")
     start = time.perf_counter()

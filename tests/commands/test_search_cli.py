@@ -114,10 +114,25 @@ def bad_inputs(tmp):
         (["--query-groups", "g_float.npy", "--candidate-groups", "g_float.npy"], "integer"),
         (["--query-groups", "g_short.npy"], "must be given together"),
         (["--mesh", "data=3,model=3"], "--mesh"),
+        (["--output", "hits.npy"], "--output hits.npy: expected a .jsonl path"),
     ]
 
 
-@pytest.mark.parametrize("case", range(12))
+def test_exclude_self_needs_no_more_queries_than_candidates(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad_inputs(tmp_path)
+    np.save(tmp_path / "more.npy", unit_rows(np.random.default_rng(3), (11, 8)))
+    base = ["search", "--candidates", "good.npy", "--output", "out.jsonl", "--exclude-self"]
+    assert main([*base, "--queries", "more.npy", "--k", "3"]) == 2
+    assert "--exclude-self: query i is candidate i, so the 11 queries in more.npy cannot outnumber the 10 " \
+           "candidates in good.npy" in capsys.readouterr().err
+    assert not (tmp_path / "out.jsonl").exists()
+    # a --k past the pool lists every candidate but the query's own row
+    assert main([*base, "--queries", "good.npy", "--k", "50", "--quiet"]) == 0
+    assert all(len(json.loads(line)["indices"]) == 9 for line in (tmp_path / "out.jsonl").open())
+
+
+@pytest.mark.parametrize("case", range(13))
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, case):
     monkeypatch.chdir(tmp_path)
     change, message = bad_inputs(tmp_path)[case]
