@@ -63,7 +63,9 @@ def _text(argument: str) -> str:
 
     path = Path(argument[1:])
     if not path.is_file():
-        raise UserInputError(f"{argument}: file {path} not found")
+        found = ("is a directory" if path.is_dir() else "not found" if not path.exists()
+                 else "is not a regular file")
+        raise UserInputError(f"{argument}: file {path} {found}")
     text = read_text(path)
     if not text.strip():
         raise UserInputError(f"{path}: empty text")

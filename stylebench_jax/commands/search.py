@@ -96,6 +96,9 @@ def _load_groups(path: Path | None, n: int, what: str) -> np.ndarray | None:
         return None
     if not path.is_file():
         raise located(path, "no such file")
+    with open(path, "rb") as handle:
+        if handle.read(6) != b"\x93NUMPY":
+            raise located(path, f"not a .npy file (no NumPy header); expected int {what} labels [{n}]")
     try:
         groups = np.load(path, allow_pickle=False)
     except ValueError as error:

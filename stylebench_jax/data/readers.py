@@ -76,7 +76,7 @@ def read_bytes(path: str | Path) -> bytes:
     except FileNotFoundError:
         raise UserInputError(f"{path}: file not found") from None
     except IsADirectoryError:
-        raise UserInputError(f"{path}: expected a file, found a directory") from None
+        raise UserInputError(f"{path}: expected a regular file, found a directory") from None
     except OSError as error:
         raise UserInputError(f"{path}: cannot read file ({error.strerror or error})") from None
     if path.name.endswith(".gz"):
@@ -384,7 +384,8 @@ def read_texts(path: str | Path, *, text_field: str = "text") -> list[str]:
     if not path.exists():
         raise UserInputError(f"{path}: file not found")
     if not path.is_file():
-        raise UserInputError(f"{path}: expected a file, found a directory")
+        found = "a directory" if path.is_dir() else "a special file (device, pipe or socket)"
+        raise UserInputError(f"{path}: expected a regular file, found {found}")
     suffix = path.suffix.lower()
     if suffix not in TEXT_SUFFIXES + JSONL_SUFFIXES:
         raise UserInputError(f"{path}: unsupported input type {suffix or '(no suffix)'!r}; expected .txt "

@@ -59,12 +59,24 @@ def test_embed_output_problems_are_found_before_work(tmp_path, texts, cache_dir,
     assert main(["embed", "--input", str(texts), "--output", out, "--max-length", "0"]) == 2
     one_line_error(capsys, "--max-length", "positive")
     assert main(["embed", "--input", str(tmp_path), "--output", str(tmp_path / "o.npy")]) == 2
-    one_line_error(capsys, "expected a file, found a directory")
+    one_line_error(capsys, "expected a regular file, found a directory")
+    assert main(["embed", "--input", "/dev/null", "--output", str(tmp_path / "o.npy")]) == 2
+    one_line_error(capsys, "/dev/null: expected a regular file, found a special file (device, pipe or "
+                           "socket)")
     assert main(["embed", "--input", str(texts), "--output", out, "--mesh", "data=0"]) == 2
     one_line_error(capsys, "--mesh data=0", "data=0 must be >= 1")
     assert main(["embed", "--input", str(texts), "--output", out, "--mesh", "data=64"]) == 2
     one_line_error(capsys, "--mesh data=64", "needs 64 devices")
     assert not (tmp_path / "o.npy").exists()
+
+
+def test_score_names_what_an_at_path_is(tmp_path, capsys, no_model_load):
+    (tmp_path / "adir").mkdir()
+    base = ["score", "--model", "baseline:char3gram", "--no-cache"]
+    assert main([*base, f"@{tmp_path / 'adir'}", "b"]) == 2
+    one_line_error(capsys, f"file {tmp_path / 'adir'} is a directory")
+    assert main([*base, f"@{tmp_path / 'nope.txt'}", "b"]) == 2
+    one_line_error(capsys, f"file {tmp_path / 'nope.txt'} not found")
 
 
 def test_lone_surrogate_in_jsonl_is_a_clean_error(tmp_path, cache_dir, capsys, no_model_load):
@@ -114,8 +126,8 @@ def pool(tmp_path):
 def test_search_refuses_to_overwrite_an_input(tmp_path, pool, capsys):
     queries, candidates = pool
     before = candidates.read_bytes()
-    assert search(queries, candidates, candidates) == 2
-    one_line_error(capsys, "--output", "is also an input file")
+    assert search(queries, candidates, candidates) == 2  # a .npy input can never be the .jsonl output
+    one_line_error(capsys, "--output", "expected a .jsonl path")
     assert candidates.read_bytes() == before
 
 

@@ -115,6 +115,8 @@ def bad_inputs(tmp):
         (["--query-groups", "g_short.npy"], "must be given together"),
         (["--mesh", "data=3,model=3"], "--mesh"),
         (["--output", "hits.npy"], "--output hits.npy: expected a .jsonl path"),
+        (["--query-groups", "junk.npy", "--candidate-groups", "junk.npy"],
+         "junk.npy: not a .npy file (no NumPy header); expected int query group labels [10]"),
     ]
 
 
@@ -132,7 +134,7 @@ def test_exclude_self_needs_no_more_queries_than_candidates(tmp_path, capsys, mo
     assert all(len(json.loads(line)["indices"]) == 9 for line in (tmp_path / "out.jsonl").open())
 
 
-@pytest.mark.parametrize("case", range(13))
+@pytest.mark.parametrize("case", range(14))
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, case):
     monkeypatch.chdir(tmp_path)
     change, message = bad_inputs(tmp_path)[case]
