@@ -114,6 +114,10 @@ class Locator:
             if keys[: len(path)] == path:
                 return ConfigError(f"{self.source}: override {text!r}: {label}: {message}")
         text = f"{label}: {message}" if label else message
+        # a check of a whole section (shares summing to 1) that an override changed part of
+        inside = [repr(t) for path, t in self.overridden.items() if keys and path[: len(keys)] == keys]
+        if inside:
+            text += f" (with override{'s' if len(inside) > 1 else ''} {', '.join(inside)})"
         return ConfigError(str(located(self.source, text, line=self.line(keys))))
 
 

@@ -24,6 +24,10 @@ class Optimizer:
     lr: float = 2e-5
     warmup: float = dataclasses.field(default=0.1, metadata={"minimum": 0.0, "maximum": 1.0})
 
+    def __post_init__(self):
+        if self.lr * self.warmup > 1:  # a check of the whole section, reported at the dataclass
+            raise ValueError(f"lr x warmup must be <= 1, found {self.lr * self.warmup:g}")
+
 
 @dataclasses.dataclass(frozen=True)
 class Trainer:
@@ -128,6 +132,17 @@ def test_bad_overrides_name_the_override(tmp_path, override, fragment):
     message = str(info.value)
     assert message.startswith(f"{path}: override"), message
     assert fragment in message, message
+
+
+def test_a_section_check_names_the_override_that_changed_the_section(tmp_path):
+    path = write(tmp_path, GOOD)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, Run, ["trainer.optimizer.lr=20", "seed=3"])
+    assert str(info.value) == (f"{path}:6: trainer.optimizer: lr x warmup must be <= 1, found 2 "
+                               "(with override 'trainer.optimizer.lr=20')")
+    with pytest.raises(ConfigError) as info:  # from the file alone: no override named
+        load_config(write(tmp_path, GOOD.replace("lr: 0.001", "lr: 30")), Run, ["seed=3"])
+    assert str(info.value).endswith("trainer.optimizer: lr x warmup must be <= 1, found 3")
 
 
 def test_yaml_problems(tmp_path):
