@@ -25,9 +25,12 @@ excerpts, prompt files, backends and scorer. HTTP backends read their API key fr
 variable the config names (api_key_env); keys are never written anywhere.
 
 DIR receives config.json, excerpts.jsonl, generations.jsonl and trace.jsonl (written as the run
-goes), results.json (aggregates per run, excerpt, book, author, topic; x100 too) and
-transfer.md/.html with figures. Run the same command again to resume an interrupted run: nothing
-already generated is generated again; items skipped because a quota ran out are generated then.
+goes), results.json (aggregates per run, excerpt, book, author, topic; x100 too),
+transfer.md/.html with figures, and run_info.json (wall-clock timings of every invocation, per
+stage and per story; the only file that differs when the same command runs twice). Run the same
+command again to resume an interrupted run: nothing already generated is generated again; items
+skipped because a quota ran out are generated then. A config or data the run cannot use is
+refused before DIR is created or written to.
 """
 
 EPILOG = """\
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from stylebench_jax.cache import EmbeddingCache
-    from stylebench_jax.config import load_config
+    from stylebench_jax.config import InvalidField, load_config, locate_field
     from stylebench_jax.transfer.config import TransferConfig
     from stylebench_jax.transfer.pipeline import run_transfer
 
@@ -71,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
         check_cache_dir(args.cache_dir)
     mesh = build_mesh(args.mesh)
     cache = EmbeddingCache(args.cache_dir, enabled=not args.no_cache)
-    results = run_transfer(config, args.output, mesh=mesh, cache=cache, progress=not args.quiet)
+    try:
+        results = run_transfer(config, args.output, mesh=mesh, cache=cache, progress=not args.quiet)
+    except InvalidField as error:  # a value the data cannot satisfy (a book too short for the excerpts)
+        raise locate_field(args.config, TransferConfig, list(args.overrides), error) from None
     if not args.quiet:
         parts = []
         for backend, run_ in results["runs"].items():

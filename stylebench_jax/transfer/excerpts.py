@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from stylebench_jax.config import InvalidField
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.text.normalize import paragraphs, standardize_text
 from stylebench_jax.text.sentences import split_sentences
@@ -95,12 +96,16 @@ def draw_starts(n_sentences: int, length: int, count: int, rng: np.random.Genera
 
 def book_excerpts(book: str, author: str, text: str, *, per_book: int, length: int,
                   seed: int) -> list[Excerpt]:
+    """``per_book`` excerpts of ``length`` sentences of one book; ``InvalidField`` naming the config
+    field to lower when the book is too short: ``excerpts.sentences`` when it cannot hold even one
+    excerpt, else ``excerpts.per_book``."""
     sentences, opens = book_sentences(text)
     rng = np.random.default_rng([seed, zlib.crc32(book.encode("utf-8"))])
     try:
         starts = draw_starts(len(sentences), length, per_book, rng)
     except ValueError as error:
-        raise UserInputError(f"book {book!r}: {error}") from None
+        field = "excerpts.sentences" if len(sentences) < length else "excerpts.per_book"
+        raise InvalidField(field, f"book {book!r}: {error}") from None
     out = []
     for index, start in enumerate(starts):
         breaks = tuple(i - start for i in range(start, start + length) if i in opens)

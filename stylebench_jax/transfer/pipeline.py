@@ -9,10 +9,22 @@ excerpt with the calibrated style similarity (``similarity.score_pairs``) and ch
     excerpts.jsonl      the reference excerpts
     generations.jsonl   journal, one line per generation outcome, appended (and fsynced) as it happens
     trace.jsonl         the full trace, one line per unit: excerpt, topic, prompt, output, scores,
-                        originality, backend, model, timings, status (ok | failed | skipped + reason);
+                        originality, backend, model, status (ok | failed | skipped + reason);
                         appended as units finish
     results.json        aggregates (``transfer.aggregate``)
     transfer.md/.html   the report (+ PNG figures)
+    run_info.json       wall-clock timings only: one entry per invocation of the command, oldest
+                        first: its start (UTC), status (complete | stopped), seconds per stage, and
+                        per unit the seconds in the backend (generate_s) and in scoring (score_s)
+
+Every file but ``run_info.json`` is a function of the config and the data, so the same command twice
+gives the same bytes (with the local backends: a model behind an HTTP API may answer differently, and
+with ``concurrency`` > 1 its journal lines follow the order the answers arrive in). Finished
+generations are journaled in item order whenever they finish together (``finished_in_order``).
+
+Checks first: everything that can refuse the config or the data (prompt files, books, excerpt sizes,
+a different config or a damaged journal already in ``output_dir``, API keys, the scorer and its
+calibration) is checked before the output directory is created, so a refused run writes nothing.
 
 Resume: a run interrupted at any point (Ctrl-C, a kill, quota) is continued by the same command.
 The journals are read back (a torn last line from a kill is dropped); a unit whose generation is in
@@ -32,8 +44,8 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from importlib import resources
 from pathlib import Path
 
@@ -58,6 +70,8 @@ RESOURCE_FILES = {"topics": "writing7_transfer_topics.txt", "system": "writing7_
 PLACEHOLDERS = re.compile(r"\{(excerpt|topic|min_words|max_words)\}")
 GENERATION_KEYS = ("attempts", "finish_reason", "usage", "retried_errors")
 RUNTIME_KEYS = ("concurrency", "timeout_s", "score_batch", "batch_size")  # may change between resumes
+JOURNALS = ("generations.jsonl", "trace.jsonl")
+RUN_INFO = "run_info.json"
 
 
 # --------------------------------------------------------------------------- items
@@ -129,9 +143,10 @@ def build_items(config: TransferConfig, excerpts: list[Excerpt], labels: dict[st
 # --------------------------------------------------------------------------- journals
 
 
-def read_journal(path: Path) -> list[dict]:
-    """Rows of a JSONL journal; a torn last line (a kill mid-write) is dropped and the file rewritten
-    without it, so appending continues on a clean line."""
+def read_journal(path: Path, *, repair: bool = True) -> list[dict]:
+    """Rows of a JSONL journal; a torn last line (a kill mid-write) is dropped and, with ``repair``,
+    the file rewritten without it, so appending continues on a clean line (``repair=False``: only
+    check the journal, before anything is written)."""
     if not path.exists():
         return []
     text = path.read_text(encoding="utf-8")
@@ -146,7 +161,7 @@ def read_journal(path: Path) -> list[dict]:
         except json.JSONDecodeError:
             if number < len(lines) - 1:  # not the last line: real corruption, not a torn write
                 raise UserInputError(f"{path}:{number}: not valid JSON; the journal is damaged") from None
-    if not text.endswith("\n") or len(good) != sum(1 for line in lines if line.strip()):
+    if repair and (not text.endswith("\n") or len(good) != sum(1 for line in lines if line.strip())):
         write_text_atomic(path, "".join(line + "\n" for line in good))
     return rows
 
@@ -227,7 +242,7 @@ def build_scorer(config: TransferConfig, *, mesh=None, cache=None, progress: boo
     return Scorer(embedder, settings, calibration, cache if cache is not None else EmbeddingCache(), mesh)
 
 
-# --------------------------------------------------------------------------- the run
+# --------------------------------------------------------------------------- checks, before any write
 
 
 def _fingerprint(config: TransferConfig) -> dict:
@@ -240,9 +255,10 @@ def _fingerprint(config: TransferConfig) -> dict:
     return data
 
 
-def _check_config(output_dir: Path, config: TransferConfig) -> None:
-    path = output_dir / "config.json"
-    previous = read_json_file(path)
+def _config_record(output_dir: Path, config: TransferConfig) -> dict:
+    """``config.json``'s content; ``UserInputError`` when ``output_dir`` holds a run with another
+    fingerprint. Writes nothing: ``_write_inputs`` writes it once every check has passed."""
+    previous = read_json_file(output_dir / "config.json")
     current = {"config": config_to_dict(config), "fingerprint": _fingerprint(config)}
     if previous is not None and previous.get("fingerprint") != current["fingerprint"]:
         old, new = previous.get("fingerprint") or {}, current["fingerprint"]
@@ -250,7 +266,118 @@ def _check_config(output_dir: Path, config: TransferConfig) -> None:
         raise UserInputError(f"{output_dir}: holds a run with another config (differs in "
                              f"{', '.join(changed)}); resume it with the same config or use a new output "
                              "directory")
-    write_text_atomic(path, json.dumps(current, indent=1) + "\n")
+    return current
+
+
+def _check_journals(output_dir: Path) -> None:
+    """Refuse a damaged journal of an earlier run now, before config.json or anything else is written
+    (``TransferRun`` reads them again, dropping a torn last line)."""
+    for name in JOURNALS:
+        read_journal(output_dir / name, repair=False)
+
+
+def _earlier_invocations(output_dir: Path) -> list[dict]:
+    """The entries of an existing ``run_info.json``, kept so that a resumed run adds its timings to
+    those of the runs before it."""
+    path = output_dir / RUN_INFO
+    info = read_json_file(path, default={"invocations": []})
+    invocations = info.get("invocations") if isinstance(info, dict) else None
+    if not isinstance(invocations, list):
+        raise UserInputError(f"{path}: expected an object with a list \"invocations\" (the file holds only "
+                             "timings: remove it to start its record afresh)")
+    return invocations
+
+
+def reference_excerpts(config: TransferConfig, references) -> list[Excerpt]:
+    """``excerpts.per_book`` excerpts of every reference book, in config order (``InvalidField`` on
+    ``excerpts.sentences`` or ``excerpts.per_book`` when a book is too short for them)."""
+    return [e for book in references for e in book_excerpts(
+        book.book, book.author, "\n\n".join(book.documents), per_book=config.excerpts.per_book,
+        length=config.excerpts.sentences, seed=config.seed)]
+
+
+@dataclasses.dataclass
+class Plan:
+    """A run, checked and built before anything is written (module docstring, "Checks first")."""
+
+    topics: list[str]
+    wanted: list
+    references: list
+    excerpts: list[Excerpt]
+    items: list[Item]
+    backends: list
+    scorer: Scorer
+    config_record: dict  # config.json's content
+    invocations: list[dict]  # run_info.json's entries so far
+
+
+def prepare(config: TransferConfig, output_dir: Path, *, mesh=None, cache=None, progress: bool = True,
+            environ=None, sleep=None) -> Plan:
+    """Every check that can refuse the config, the data or ``output_dir``, the cheap ones first and
+    the scorer last (it loads the embedder); reads only, so a refused run leaves nothing behind."""
+    topics, system, template = load_prompt(config)
+    references, all_books, wanted = load_reference_books(config, config.data_root)
+    excerpts = reference_excerpts(config, references)
+    items = build_items(config, excerpts, {b.book: b.seed_book for b in wanted}, topics, system, template)
+    record = _config_record(output_dir, config)
+    _check_journals(output_dir)
+    invocations = _earlier_invocations(output_dir)
+    backends = build_backends(config, all_books, environ=environ, sleep=sleep)
+    scorer = build_scorer(config, mesh=mesh, cache=cache, progress=progress)
+    return Plan(topics, wanted, references, excerpts, items, backends, scorer, record, invocations)
+
+
+def _write_inputs(output_dir: Path, plan: Plan) -> None:
+    """The output directory, ``config.json`` and ``excerpts.jsonl``: the first writes of a run."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(output_dir / "config.json", json.dumps(plan.config_record, indent=1) + "\n")
+    write_jsonl_atomic(output_dir / "excerpts.jsonl", [e.to_dict() for e in plan.excerpts])
+
+
+# --------------------------------------------------------------------------- timings (run_info.json)
+
+
+class Clock:
+    """Wall-clock time of one invocation, by stage: it goes to ``run_info.json`` only, never into the
+    files that must be the same bytes in every run."""
+
+    def __init__(self):
+        self.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # UTC
+        self._start = self._last = time.perf_counter()
+        self.stages: dict[str, float] = {}
+
+    def stage(self, name: str) -> None:
+        """Close the stage ``name``: the seconds since the previous stage ended."""
+        now = time.perf_counter()
+        self.stages[name] = round(now - self._last, 3)
+        self._last = now
+
+    def entry(self, status: str, units: dict[str, dict[str, float]]) -> dict:
+        """This invocation's ``run_info.json`` entry; ``units``: seconds per unit generated or scored."""
+        return {"started": self.started_at, "status": status,
+                "elapsed_s": round(time.perf_counter() - self._start, 3), "stages_s": dict(self.stages),
+                "n_backend_calls": sum("generate_s" in t for t in units.values()),
+                "n_scored": sum("score_s" in t for t in units.values()),
+                "units": {unit: {k: round(v, 4) for k, v in t.items()} for unit, t in units.items()}}
+
+
+def _write_run_info(output_dir: Path, invocations: list[dict]) -> None:
+    write_text_atomic(output_dir / RUN_INFO, json.dumps({"invocations": invocations}, indent=1) + "\n")
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def finished_in_order(futures: Sequence[Future]) -> Iterator[Future]:
+    """``futures`` as they finish, those found finished together in submission order. With one worker
+    (every local backend) that is the submission order whatever the thread timing, so the journals and
+    the score batches are the same in every run (``as_completed`` yields the futures that are already
+    finished when it starts in set order, which varies from run to run)."""
+    position = {future: index for index, future in enumerate(futures)}
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        yield from sorted(done, key=position.__getitem__)
 
 
 def _unit_row(item: Item, backend) -> dict:
@@ -274,6 +401,8 @@ class TransferRun:
         self.traced = {}
         for row in read_journal(self.trace.path):
             self.traced[row["unit"]] = row
+        # this invocation's seconds per unit ("generate_s", "score_s"), for run_info.json
+        self.timings: dict[str, dict[str, float]] = {}
 
     def run(self) -> list[dict]:
         for backend in self.backends:
@@ -292,20 +421,16 @@ class TransferRun:
         stop = threading.Event()
         stop_reason: list[str] = []
 
-        def task(item: Item) -> tuple[str, dict]:
-            if stop.is_set():
-                return "skipped", {"reason": stop_reason[0] if stop_reason else "stopped", "error": None}
+        def attempt(item: Item) -> tuple[str, dict]:
             request = GenerationRequest(f"{backend.name}/{item.id}", item.system, item.user, item.excerpt,
                                         item.seed, item.target_words)
-            start = time.perf_counter()
             try:
                 g = backend.generate(request)
             except NotApplicable as error:
                 return "skipped", {"reason": "not_applicable", "error": str(error)}
             except GenerationFailed as error:
                 return "failed", {"reason": "generation_failed", "error": str(error),
-                                  "attempts": error.attempts, "retried_errors": error.retried_errors,
-                                  "generate_s": time.perf_counter() - start}
+                                  "attempts": error.attempts, "retried_errors": error.retried_errors}
             except BackendStopped as error:
                 if not stop.is_set():
                     stop_reason.append(error.reason)
@@ -313,7 +438,16 @@ class TransferRun:
                 return "skipped", {"reason": error.reason, "error": str(error)}
             return "ok", {"output": g.text, "model": g.model, "attempts": g.attempts,
                           "finish_reason": g.finish_reason, "usage": g.usage,
-                          "retried_errors": g.retried_errors, "generate_s": time.perf_counter() - start}
+                          "retried_errors": g.retried_errors}
+
+        def task(item: Item) -> tuple[str, dict, float | None]:
+            """``(status, journal fields, seconds in the backend or None when it was not called)``."""
+            if stop.is_set():
+                reason = stop_reason[0] if stop_reason else "stopped"
+                return "skipped", {"reason": reason, "error": None}, None
+            start = time.perf_counter()
+            status, info = attempt(item)
+            return status, info, time.perf_counter() - start
 
         batch: list[tuple[Item, dict]] = []
         recorded: set = set()
@@ -321,9 +455,11 @@ class TransferRun:
         def record(future) -> dict:
             recorded.add(future)
             item = futures[future]
-            status, info = future.result()
+            status, info, seconds = future.result()
             row = {**_unit_row(item, backend), "status": status, **info}
             self.generations.append(row)
+            if seconds is not None:
+                self.timings.setdefault(row["unit"], {})["generate_s"] = seconds
             if status == "ok":
                 self.generated[row["unit"]] = row
             else:
@@ -334,7 +470,7 @@ class TransferRun:
         futures: dict = {}
         try:
             futures = {pool.submit(task, item): item for item in todo}
-            for future in as_completed(futures):
+            for future in finished_in_order(list(futures)):
                 row = record(future)
                 if row["status"] == "ok":
                     batch.append((futures[future], row))
@@ -358,7 +494,7 @@ class TransferRun:
         row = {**_unit_row(item, backend), "status": generation["status"], "reason": generation.get("reason"),
                "error": generation.get("error"), "prompt": {"system": item.system, "user": item.user},
                "excerpt_text": item.excerpt.text, "output": None, "scores": None, "originality": None,
-               "generation": {k: generation.get(k) for k in ("attempts", "retried_errors", "generate_s")}}
+               "generation": {k: generation.get(k) for k in ("attempts", "retried_errors")}}
         self.trace.append(row)
         self.traced[row["unit"]] = row
 
@@ -367,50 +503,49 @@ class TransferRun:
             return
         start = time.perf_counter()
         scores = self.scorer.score([item.excerpt.text for item, _ in batch], [g["output"] for _, g in batch])
-        per_unit = (time.perf_counter() - start) / len(batch)
+        per_unit = (time.perf_counter() - start) / len(batch)  # scored together: the time shared equally
         for (item, g), score in zip(batch, scores):
             check = originality(item.excerpt.text, g["output"], self.config.originality.max_common_words)
             row = {**_unit_row(item, backend), "model": g.get("model") or backend.model, "status": "ok",
                    "prompt": {"system": item.system, "user": item.user}, "excerpt_text": item.excerpt.text,
                    "output": g["output"], "words": len(g["output"].split()), "scores": score,
                    "originality": check,
-                   "generation": {k: g.get(k) for k in GENERATION_KEYS},
-                   "timings": {"generate_s": g.get("generate_s"), "score_s": per_unit}}
+                   "generation": {k: g.get(k) for k in GENERATION_KEYS}}
             self.trace.append(row)
             self.traced[row["unit"]] = row
+            self.timings.setdefault(row["unit"], {})["score_s"] = per_unit
 
 
 def run_transfer(config: TransferConfig, output_dir: str | Path, *, mesh=None, cache=None,
                  progress: bool = True, environ=None, sleep=None,
                  log: Callable[[str], None] | None = None) -> dict:
-    """Run (or resume) the benchmark into ``output_dir``; returns ``results.json``'s content."""
+    """Run (or resume) the benchmark into ``output_dir``; returns ``results.json``'s content. A config,
+    data or output directory the run cannot use is refused before anything is written (``prepare``)."""
     from stylebench_jax.report.transfer import write_transfer_report
     from stylebench_jax.transfer.aggregate import aggregate
 
     log = log or (lambda message: print(f"stylebench transfer: {message}", file=sys.stderr))
     output_dir = Path(output_dir)
-    started = time.perf_counter()
-    topics, system, template = load_prompt(config)
-    data_root = config.data_root
-    references, all_books, wanted = load_reference_books(config, data_root)
-    backends = build_backends(config, all_books, environ=environ, sleep=sleep)
-    scorer = build_scorer(config, mesh=mesh, cache=cache, progress=progress)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    _check_config(output_dir, config)
-    excerpts = [e for book in references for e in book_excerpts(
-        book.book, book.author, "\n\n".join(book.documents), per_book=config.excerpts.per_book,
-        length=config.excerpts.sentences, seed=config.seed)]
-    write_jsonl_atomic(output_dir / "excerpts.jsonl", [e.to_dict() for e in excerpts])
-    labels = {b.book: b.seed_book for b in wanted}
-    items = build_items(config, excerpts, labels, topics, system, template)
-    run = TransferRun(config, output_dir, items, backends, scorer, log)
-    rows = run.run()
-    kinds = {b.name: b.kind for b in backends}
-    results = {"description": describe(config, wanted, references, scorer, topics),
-               **aggregate(rows, [b.name for b in backends], kinds),
-               "elapsed_s_this_run": time.perf_counter() - started}
-    write_text_atomic(output_dir / "results.json", json.dumps(results, indent=1) + "\n")
-    write_transfer_report(output_dir, results, rows)
+    clock = Clock()
+    plan = prepare(config, output_dir, mesh=mesh, cache=cache, progress=progress, environ=environ,
+                   sleep=sleep)
+    clock.stage("prepare")
+    _write_inputs(output_dir, plan)
+    run = TransferRun(config, output_dir, plan.items, plan.backends, plan.scorer, log)
+    status = "stopped"
+    try:
+        rows = run.run()
+        clock.stage("generate_and_score")
+        kinds = {b.name: b.kind for b in plan.backends}
+        results = {"description": describe(config, plan.wanted, plan.references, plan.scorer, plan.topics),
+                   **aggregate(rows, [b.name for b in plan.backends], kinds)}
+        write_text_atomic(output_dir / "results.json", json.dumps(results, indent=1) + "\n")
+        write_transfer_report(output_dir, results, rows)
+        clock.stage("results_and_report")
+        status = "complete"
+    finally:
+        # also when stopped (Ctrl-C, an error): the timings of the units done so far are kept
+        _write_run_info(output_dir, [*plan.invocations, clock.entry(status, run.timings)])
     return results
 
 

@@ -1,21 +1,26 @@
 """stylebench transfer end to end on a tiny corpus: excerpts, items, local backends, HTTP backends
 against the fake server with quota exhaustion and resume, a killed run resumed without generating
-anything twice, aggregates, report, and no API key in any file or log line."""
+anything twice, aggregates, report, and no API key in any file or log line; a refused config writes
+nothing; the same command twice gives the same bytes (timings only in run_info.json)."""
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from stylebench_jax.calibration import SimilarityMap, style_calibration_payload
 from stylebench_jax.calibration.files import write_json
-from stylebench_jax.config import config_from_dict
+from stylebench_jax.cli import main
+from stylebench_jax.config import InvalidField, config_from_dict
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.similarity import StyleSettings, resolve_style_embedder
 from stylebench_jax.transfer import local_backends
 from stylebench_jax.transfer.config import TransferConfig
-from stylebench_jax.transfer.pipeline import run_transfer
+from stylebench_jax.transfer.pipeline import finished_in_order, run_transfer
 from tests.transfer.fake_llm import FakeLLM
 
 KEY = "sk-live-0a1b2c3d4e5f-TOPSECRET"
@@ -54,7 +59,11 @@ def corpus(tmp_path_factory):
 
 
 def _config(corpus, backends, **extra):
-    data = {"seed": 0, "sources": [{"jsonl": str(corpus / "books.jsonl"), "name": "tiny"}],
+    return config_from_dict(TransferConfig, _config_data(corpus, backends, **extra))
+
+
+def _config_data(corpus, backends, **extra) -> dict:
+    return {"seed": 0, "sources": [{"jsonl": str(corpus / "books.jsonl"), "name": "tiny"}],
             "author_aliases": {"emma": "Austen", "persuasion": "Austen", "sense": "Austen",
                                "moby": "Melville"},
             "books": [{"book": "tiny/emma", "seed_book": "Austen, Emma", "status": "present"},
@@ -63,7 +72,6 @@ def _config(corpus, backends, **extra):
             "backends": backends,
             "scoring": {"model": "baseline:function_words", "score_batch": 2,
                         "calibration": str(corpus / "style_calibration.json")}, **extra}
-    return config_from_dict(TransferConfig, data)
 
 
 LOCAL = [{"name": "ceiling", "kind": "copy"}, {"name": "markov", "kind": "markov"},
@@ -141,6 +149,9 @@ def test_killed_run_resumes_without_generating_twice(corpus, tmp_path, cache_dir
     assert len(generated) == len(set(generated)) == 4
     assert {u for u in calls if calls.count(u) > 1} == {killed}  # only the killed call is made again
     assert all(r["status"] == "ok" for r in _trace(out).values()) and len(_trace(out)) == 4
+    info = json.loads((out / "run_info.json").read_text())["invocations"]  # the killed run's timings kept
+    assert [i["status"] for i in info] == ["stopped", "complete"]
+    assert [i["n_backend_calls"] for i in info] == [len(done), 4 - len(done)]  # the killed one again
     with pytest.raises(UserInputError, match="another config"):
         run_transfer(_config(corpus, [LOCAL[0]], seed=1), out, progress=False, log=lambda m: None)
 
@@ -178,3 +189,73 @@ def test_http_backends_quota_resume_and_no_key_anywhere(corpus, tmp_path, cache_
         assert secret not in printed.out + printed.err and all(secret not in m for m in logs)
     assert "[REDACTED]" in (out / "trace.jsonl").read_text()
     assert "FAKE_OPENAI" in (out / "config.json").read_text()  # the variable's name, never its value
+
+
+def test_refused_config_writes_nothing_and_the_valid_one_then_runs(corpus, tmp_path, cache_dir, capsys):
+    config = tmp_path / "x1.yaml"
+    config.write_text(yaml.safe_dump(_config_data(corpus, [LOCAL[0]])), encoding="utf-8")
+    out = tmp_path / "xf3"
+    command = ["transfer", "--config", str(config), "--output", str(out), "--quiet"]
+    assert main([*command, "excerpts.sentences=100000"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "excerpts.sentences=100000" in error and "tiny/emma" in error
+    assert not out.exists()  # no directory, no config.json to refuse the valid config with
+    assert main(command) == 0
+    assert (out / "results.json").is_file()
+    # a refused resume (too many excerpts, a damaged journal) leaves the existing run as it was
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(InvalidField, match="book 'tiny/emma'") as refused:
+        run_transfer(_config(corpus, [LOCAL[0]], excerpts={"per_book": 4, "sentences": 15, "samples": 1}),
+                     out, progress=False, log=lambda m: None)
+    assert refused.value.field == "excerpts.per_book"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    lines = (out / "generations.jsonl").read_text().splitlines()
+    (out / "generations.jsonl").write_text("\n".join(["{broken", *lines[1:]]) + "\n")
+    before["generations.jsonl"] = (out / "generations.jsonl").read_bytes()
+    data = _config_data(corpus, [LOCAL[0]])
+    data["data_root"] = json.loads((out / "config.json").read_text())["config"]["data_root"]  # the CLI's
+    data["scoring"]["score_batch"] = 3  # may change between resumes: config.json would be rewritten
+    with pytest.raises(UserInputError, match="damaged"):
+        run_transfer(config_from_dict(TransferConfig, data), out, progress=False, log=lambda m: None)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+DETERMINISTIC = ("config.json", "excerpts.jsonl", "generations.jsonl", "trace.jsonl", "results.json",
+                 "transfer.md")
+
+
+def test_same_command_twice_gives_the_same_bytes(corpus, tmp_path, cache_dir):
+    config = _config(corpus, LOCAL, excerpts={"per_book": 2, "sentences": 15, "samples": 2})
+    first, second = tmp_path / "first", tmp_path / "second"
+    for out in (first, second):
+        run_transfer(config, out, progress=False, log=lambda m: None)
+    for name in DETERMINISTIC:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    for name in ("generations.jsonl", "trace.jsonl", "results.json"):
+        text = (first / name).read_text()
+        assert not any(key in text for key in ("generate_s", "score_s", "elapsed_s", "timings")), name
+    units = set(_trace(first))
+    info = json.loads((first / "run_info.json").read_text())["invocations"]
+    assert [i["status"] for i in info] == ["complete"] and set(info[0]["units"]) == units
+    assert info[0]["n_backend_calls"] == 24 and info[0]["n_scored"] == 20  # 4 markov skips, unscored
+    assert set(info[0]["stages_s"]) == {"prepare", "generate_and_score", "results_and_report"}
+    # resume: every story is reused (only the 4 skips are tried again), the outputs keep their bytes
+    # but for the journals' 4 new skip lines, and run_info.json adds an entry
+    before = {name: (first / name).read_bytes() for name in DETERMINISTIC}
+    run_transfer(config, first, progress=False, log=lambda m: None)
+    info = json.loads((first / "run_info.json").read_text())["invocations"]
+    assert [i["status"] for i in info] == ["complete", "complete"]
+    assert (info[1]["n_backend_calls"], info[1]["n_scored"]) == (4, 0)
+    for name in DETERMINISTIC:
+        after = (first / name).read_bytes()
+        if name in ("generations.jsonl", "trace.jsonl"):
+            assert after.startswith(before[name]) and after.count(b"\n") == before[name].count(b"\n") + 4
+        else:
+            assert after == before[name], name
+
+
+def test_finished_in_order_keeps_submission_order_with_one_worker():
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        futures = [pool.submit(lambda i=i: i) for i in range(40)]
+        time.sleep(0.05)  # all finished before the first wait: as_completed would yield them in set order
+        assert [f.result() for f in finished_in_order(futures)] == list(range(40))
