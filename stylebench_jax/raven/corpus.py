@@ -206,7 +206,12 @@ def with_topics(corpus: Corpus, topics: Sequence[str], note: str) -> Corpus:
 def filter_topics(corpus: Corpus, *, min_docs: int, docs_per_topic: int | None, seed: int) -> Corpus:
     """Keep topics with at least ``min_docs`` documents; of each, ``docs_per_topic`` drawn at random
     (seeded, document order kept; all when None) - RAVEN's ``filter_df_by_count`` and
-    ``equalize_samples``."""
+    ``equalize_samples``.
+
+    Order differs from RAVEN's: its ``run_sampling_kfold.py`` selects topics (HITS) on the whole
+    filtered corpus and equalises the documents per fold afterwards; here the cap comes first, so the
+    topic vectors HITS and Tables 6-7 use are means over the capped documents (and only those are
+    embedded). With ``docs_per_topic`` null (``configs/raven/bible.yaml``) the two agree."""
     by_topic: dict[str, list[int]] = {}
     for index, doc in enumerate(corpus.documents):
         by_topic.setdefault(doc.topic, []).append(index)
