@@ -230,5 +230,6 @@ def filter_topics(corpus: Corpus, *, min_docs: int, docs_per_topic: int | None, 
     if dropped:
         notes.append(f"{len(dropped)} topics with fewer than {min_docs} documents left out")
     if docs_per_topic is not None:
-        notes.append(f"at most {docs_per_topic} documents per topic")
+        notes.append(f"at most {docs_per_topic} documents per topic, drawn before the topics are selected "
+                     "(RAVEN's script draws them per fold, after HITS)")
     return Corpus(corpus.name, tuple(corpus.documents[i] for i in sorted(keep)), tuple(notes))

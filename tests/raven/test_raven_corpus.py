@@ -83,6 +83,8 @@ def test_filter_topics_min_and_cap():
     topics = [d.topic for d in kept.documents]
     assert topics.count("big") == 2 and topics.count("mid") == 2 and "one" not in topics
     assert filter_topics(Corpus("c", docs), min_docs=2, docs_per_topic=2, seed=0) == kept
+    # the report says that the cap precedes topic selection (RAVEN's script caps per fold, after HITS)
+    assert "at most 2 documents per topic, drawn before the topics are selected" in " ".join(kept.notes)
     assert len(filter_topics(Corpus("c", docs), min_docs=1, docs_per_topic=None, seed=0).documents) == 10
 
 
