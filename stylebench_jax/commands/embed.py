@@ -101,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.output, "--output", suffix=".npy", inputs=[args.input])
     check_positive(args.batch_size, "--batch-size")
     check_positive(args.max_length, "--max-length")
+    _check_neural_flags(args)
     device_memory = None if args.device_memory is None else parse_bytes(args.device_memory)
     if not args.no_cache and not args.plan_only:
         check_cache_dir(args.cache_dir)
@@ -132,6 +133,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}: {vectors.shape[0]} x {vectors.shape[1]} float32 "
               f"({cache.hits} cached, {cache.misses} embedded)", file=sys.stderr)
     return 0
+
+
+NEURAL_FLAGS = (("--long-text", "long_text", "chunk"), ("--max-length", "max_length", None),
+                ("--pooling", "pooling", None), ("--prompt", "prompt", None), ("--dtype", "dtype", None),
+                ("--fused-attention", "fused_attention", "auto"), ("--device-memory", "device_memory", None))
+
+
+def _check_neural_flags(args: argparse.Namespace) -> None:
+    """A neural model's flag given with a baseline is refused, not silently dropped (``eval`` mixes
+    both kinds in one run, so there baselines ignore them)."""
+    if not args.model.strip().startswith("baseline:"):
+        return
+    given = [flag for flag, name, default in NEURAL_FLAGS if getattr(args, name) != default]
+    if given:
+        raise UserInputError(f"{', '.join(given)}: options of neural models; {args.model.strip()} has none "
+                             "(a baseline embeds its texts whole, with its own features)")
 
 
 def _memory_plan(args: argparse.Namespace, mesh, device_memory: int | None):

@@ -209,3 +209,14 @@ def test_max_length_range_named_for_the_model_before_planning(tmp_path, txt_inpu
     assert main(["embed", "--model", "minilm", "--plan-only"]) == 0
     assert "batch 64 x 256 tokens" in capsys.readouterr().out
     assert not out.exists()
+
+
+def test_neural_flags_with_a_baseline_are_refused(tmp_path, txt_input, cache_dir, capsys):
+    out = tmp_path / "a.npy"
+    assert run_cli("--model", "baseline:tfidf", "--prompt", "query: ", "--long-text", "truncate",
+                   "--input", txt_input, "--output", out) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("stylebench embed: error: --long-text, --prompt: options of neural models; baseline:tfidf "
+                   "has none (a baseline embeds its texts whole, with its own features)")
+    assert not out.exists()
+    assert run_cli("--model", "baseline:function_words", "--input", txt_input, "--output", out) == 0
