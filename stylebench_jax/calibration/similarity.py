@@ -17,7 +17,9 @@ Two maps, both fitted on labelled pairs ``(cosine_i, y_i)`` with scikit-learn:
 ``GroupKFold`` (groups: each pair's book or author, so no group is in a fold's training and test
 part; the authors group by ``book1``), scored by Brier (default) or ECE (15 equal-width bins,
 ``metrics.ece``); with fewer groups than folds it falls back to a seeded ``StratifiedKFold`` (as the
-authors) with a warning. ``cv_brier``/``cv_ece`` of the chosen method are stored either way.
+authors) with a warning, which needs at least ``n_splits`` pairs of each label (``fold_problem``:
+refused otherwise, before any embedding in ``stylebench calibrate``). ``cv_brier``/``cv_ece`` of
+the chosen method are stored either way.
 """
 
 from __future__ import annotations
@@ -117,11 +119,35 @@ def fit_isotonic(cosines, labels) -> SimilarityMap:
 FITTERS = {"logistic": fit_logistic, "isotonic": fit_isotonic}
 
 
+def fold_problem(labels, groups, n_splits: int = N_SPLITS, *, group_word: str = "groups") -> str | None:
+    """Why ``n_splits`` cross-validation folds cannot be made of these pairs (None: they can), as
+    :func:`cv_folds` would make them: GroupKFold needs at least ``n_splits`` distinct groups (and has
+    no rule per label); without them the StratifiedKFold fallback needs at least ``n_splits`` pairs of
+    each label (so every test fold holds both labels; scikit-learn refuses fewer pairs than folds and
+    warns below that). ``group_word`` names the groups in the message ("books"). Cheap: callers check
+    it before any embedding."""
+    y = np.asarray(labels)
+    n_groups = 0 if groups is None else len(set(groups))
+    if n_groups >= n_splits:
+        return None
+    n_positive = int((y == 1).sum())
+    n_negative = int(y.size - n_positive)
+    if min(n_positive, n_negative) >= n_splits:
+        return None
+    why = f"no {group_word}" if groups is None else f"{n_groups} {group_word}, fewer than the folds"
+    return (f"{n_splits} folds need at least {n_splits} pairs of each label for stratified folds ({why}); "
+            f"found {y.size} pairs ({n_positive} same-style, {n_negative} different-style)")
+
+
 def cv_folds(labels: np.ndarray, groups, n_splits: int = N_SPLITS, seed: int = 0):
     """``(folds [(train_idx, test_idx)], kind, warning or None)``: GroupKFold over ``groups``, or a
-    seeded StratifiedKFold when there are fewer groups than folds or no groups."""
+    seeded StratifiedKFold when there are fewer groups than folds or no groups. ``ValueError`` (the
+    :func:`fold_problem`) when neither can be made."""
     from sklearn.model_selection import GroupKFold, StratifiedKFold
 
+    problem = fold_problem(labels, groups, n_splits)
+    if problem:
+        raise ValueError(f"n_splits: {problem}")
     n = labels.size
     if groups is not None and len(set(groups)) >= n_splits:
         return list(GroupKFold(n_splits=n_splits).split(np.zeros(n), labels, groups)), "GroupKFold", None

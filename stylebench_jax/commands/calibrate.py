@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -32,7 +33,12 @@ must use: the calibration file refuses others).
 
 DIR receives style_calibration.json (the seed's schema + the embedder identity), calibration.json
 (classifier: temperature, threshold; training runs only), calibration_report.json,
-calibration.md/.html and reliability diagrams (PNG).
+calibration.md/.html and reliability diagrams (reliability_similarity_<split>.png,
+reliability_classifier_<split>.png). DIR may hold an earlier calibration: its files are replaced,
+and those of this command the new run does not produce (a calibration.json when the classifier is
+not calibrated this time, the figure of a split no longer evaluated) are removed, so that nothing
+stale is left beside the new results; other files in DIR are left alone. Nothing is written
+before every result is computed, so a run that fails on its inputs or models leaves DIR as it was.
 """
 
 EPILOG = """\
@@ -55,23 +61,45 @@ def register(subparsers) -> None:
     parser.add_argument("--split", default="validation", help="split to fit on (default: validation)")
     parser.add_argument("--eval-split", default=None,
                         help="held-out split to evaluate on, '' for none (default: test when present)")
-    parser.add_argument("--max-pairs", type=int, default=None, help="seeded subsample of each pair set")
-    parser.add_argument("--method", choices=("auto", "logistic", "isotonic"), default="auto")
-    parser.add_argument("--cv-metric", choices=("brier", "ece"), default="brier")
-    parser.add_argument("--n-splits", type=int, default=5, help="cross-validation folds (default: 5)")
+    parser.add_argument("--max-pairs", type=int, default=None,
+                        help="use at most this many pairs of each pair set, a uniform draw seeded by "
+                             "--seed (default: all)")
+    parser.add_argument("--method", choices=("auto", "logistic", "isotonic"), default="auto",
+                        help="cosine -> probability map: logistic (Platt scaling), isotonic (needs more "
+                             "than 1000 fitting pairs), or auto: the one with the better cross-validated "
+                             "--cv-metric (logistic only at 1000 pairs or fewer) (default: auto)")
+    parser.add_argument("--cv-metric", choices=("brier", "ece"), default="brier",
+                        help="score that auto uses to choose the map over the --n-splits folds, lower is "
+                             "better: brier (mean squared error of the probabilities) or ece (expected "
+                             "calibration error, 15 bins) (default: brier)")
+    parser.add_argument("--n-splits", type=int, default=5,
+                        help="cross-validation folds, at least 2 (default: 5): GroupKFold needs at least "
+                             "this many distinct --group-by groups among the fitting pairs; with fewer it "
+                             "falls back to StratifiedKFold, which needs at least this many pairs of each "
+                             "label")
     parser.add_argument("--group-by", choices=("book", "author"), default="book",
-                        help="GroupKFold groups (default: book)")
+                        help="GroupKFold groups: each pair's first book or author (default: book)")
     parser.add_argument("--no-classifier", action="store_true",
-                        help="training runs: skip the classifier's temperature scaling")
+                        help="training runs: skip the classifier's temperature scaling (no calibration.json)")
     parser.add_argument("--threshold-metric", choices=("balanced_accuracy", "accuracy", "f1"),
-                        default="balanced_accuracy")
+                        default="balanced_accuracy",
+                        help="training runs: the classifier's decision threshold (0.01..0.99) is the one "
+                             "maximising this metric on the fitting split, within --min-accuracy and "
+                             "--min-recall (default: balanced_accuracy)")
     parser.add_argument("--min-accuracy", type=float, nargs="?", const=0.85, default=None,
-                        help="threshold constraint (0.85 when given without a value)")
+                        help="training runs: only thresholds with at least this accuracy, a number in "
+                             "[0, 1] (0.85 when given without a value; default: no constraint)")
     parser.add_argument("--min-recall", type=float, nargs="?", const=0.80, default=None,
-                        help="threshold constraint (0.80 when given without a value)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", required=True, type=Path, metavar="DIR")
-    parser.add_argument("--quiet", action="store_true")
+                        help="training runs: only thresholds with at least this recall of same-style "
+                             "pairs, a number in [0, 1] (0.80 when given without a value; default: no "
+                             "constraint)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the --max-pairs draw and of StratifiedKFold's shuffle (default: 0)")
+    parser.add_argument("--output", required=True, type=Path, metavar="DIR",
+                        help="directory for the calibration files (created if missing; its parent must "
+                             "exist; this command's stale files in it are replaced or removed, see above)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bars, warnings or summary line on stderr (errors still print)")
     add_style_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -79,12 +107,12 @@ def register(subparsers) -> None:
 def split_run(model: str) -> tuple[str, Path | None]:
     """``(embedder name, training run or None)``: a `stylebench train` run directory (or its
     ``export/``) scores with ``RUN/export`` and calibrates ``RUN``'s classifier."""
+    from stylebench_jax.encoders.registry import train_run_export
+
     path = Path(model)
-    if (path / "config.json").is_file() and (path / "best").is_dir():
-        if not (path / "export").is_dir():
-            raise UserInputError(f"--model {path}: training run without export/ (not finished?)")
-        return str(path / "export"), path
-    if path.name == "export" and (path.parent / "best").is_dir() and (path.parent / "config.json").is_file():
+    if path.is_dir() and (export := train_run_export(path)) is not None:
+        return str(export), path
+    if path.name == "export" and path.is_dir() and train_run_export(path.parent) is not None:
         return str(path), path.parent
     return model, None
 
@@ -125,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
     check_positive(args.n_splits, "--n-splits")
     if args.n_splits < 2:
         raise UserInputError(f"--n-splits: expected at least 2 folds, got {args.n_splits}")
+    _check_unit(args.min_accuracy, "--min-accuracy")
+    _check_unit(args.min_recall, "--min-recall")
     settings = style_settings(args)
     name, run_dir = split_run(args.model)
     source = args.pairs or (_run_pairs_dir(run_dir) if run_dir else None)
@@ -132,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserInputError("--pairs: give a prepare-pairs directory or a .jsonl of labelled pairs (only a "
                              "training run brings its own)")
     fit = load_calibration_pairs(source, args.split).subsample(args.max_pairs, args.seed)
+    _check_fit_pairs(fit, args)
     eval_split = _eval_split(args, Path(source))
     evaluations = {}
     if eval_split:
@@ -148,22 +179,67 @@ def run(args: argparse.Namespace) -> int:
                                                            embed_fn=cache.embed, mesh=mesh)
     except ValueError as error:
         raise UserInputError(f"calibration: {error}") from None
-    args.output.mkdir(exist_ok=True)
-    write_json(args.output / "style_calibration.json", _json_ready(payload))
     report = {"model": args.model, "n_bins": options.n_bins, "similarity": sim_report}
     figures = {"similarity": {split: (cos, payload_probs(payload, cos), labels)
                               for split, (cos, labels) in curves.items()}}
-    if run_dir is not None and not args.no_classifier:
-        clf_payload, clf_report, clf_curves = _classifier(run_dir, args, options, mesh)
-        write_json(args.output / "calibration.json", _json_ready(clf_payload))
-        report["classifier"] = clf_report
-        figures["classifier"] = clf_curves
+    clf_payload = None
+    if run_dir is not None and not args.no_classifier:  # computed before anything is written
+        clf_payload, report["classifier"], figures["classifier"] = _classifier(run_dir, args, options, mesh)
+    args.output.mkdir(exist_ok=True)
+    written = {write_json(args.output / "style_calibration.json", _json_ready(payload)).name}
+    if clf_payload is not None:
+        written.add(write_json(args.output / "calibration.json", _json_ready(clf_payload)).name)
     write_text_atomic(args.output / "calibration_report.json",
                       json.dumps(_json_ready(report), indent=1) + "\n")
-    write_calibration_report(args.output, report, figures)
+    written.add("calibration_report.json")
+    written |= {Path(path).name for path in write_calibration_report(args.output, report, figures).values()}
+    removed = remove_stale_outputs(args.output, written)
     if not args.quiet:
-        _summary(args.output, sim_report, report.get("classifier"), cache)
+        _summary(args.output, sim_report, report.get("classifier"), cache, removed)
     return 0
+
+
+# Every file this command writes into DIR (the PNGs: one per split and calibrator).
+OUTPUT_FILES = ("style_calibration.json", "calibration.json", "calibration_report.json", "calibration.md",
+                "calibration.html")
+OUTPUT_PATTERNS = ("reliability_similarity_*.png", "reliability_classifier_*.png")
+
+
+def remove_stale_outputs(output: Path, written: set[str]) -> list[str]:
+    """Remove this command's own files in ``output`` that this run did not write (an earlier run's
+    calibration.json or figure of another split), so DIR describes this run only; the names removed,
+    sorted. Other files are never touched."""
+    candidates = {output / name for name in OUTPUT_FILES}
+    candidates |= {path for pattern in OUTPUT_PATTERNS for path in output.glob(pattern)}
+    removed = []
+    for path in sorted(candidates):
+        if path.name not in written and path.is_file():
+            path.unlink()
+            removed.append(path.name)
+    return removed
+
+
+def _check_unit(value: float | None, flag: str) -> None:
+    """A threshold constraint: None, or a number in [0, 1]."""
+    if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise UserInputError(f"{flag}: expected a number in [0, 1], found {value:g}")
+
+
+def _check_fit_pairs(fit, args) -> None:
+    """Before any embedding: the fitting pairs (after --max-pairs) hold both labels and enough pairs
+    for --n-splits folds (``calibration.similarity.fold_problem``)."""
+    from stylebench_jax.calibration.similarity import fold_problem
+
+    n_positive = int(fit.labels.sum())
+    if args.max_pairs is not None and n_positive in (0, len(fit)):
+        raise UserInputError(f"--max-pairs {args.max_pairs}: the seeded draw (--seed {args.seed}) of "
+                             f"{fit.source} has only label-{int(fit.labels[0])} pairs; calibration needs "
+                             "both labels: raise --max-pairs or change --seed")
+    groups = fit.groups(args.group_by)
+    problem = fold_problem(fit.labels, groups, args.n_splits, group_word=f"{args.group_by}s")
+    if problem:
+        raise UserInputError(f"--n-splits {args.n_splits}: {problem} in {fit.source}; lower --n-splits "
+                             "or give more pairs")
 
 
 def _eval_split(args, source: Path) -> str | None:
@@ -205,7 +281,7 @@ def _classifier(run_dir: Path, args, options, mesh):
     return payload, report, curves
 
 
-def _summary(output: Path, sim: dict, clf: dict | None, cache) -> None:
+def _summary(output: Path, sim: dict, clf: dict | None, cache, removed: list[str] = ()) -> None:
     chosen = sim["selection"]["chosen"]
     cv_brier = sim["selection"]["scores"][chosen]["brier"]
     parts = [f"stylebench calibrate: {chosen} map (CV brier {cv_brier:.4f})"]
@@ -217,5 +293,7 @@ def _summary(output: Path, sim: dict, clf: dict | None, cache) -> None:
         parts.append(f"classifier T={c['temperature']:.3f} threshold={c['threshold']:.2f}")
     for warning in sim["warnings"]:
         print(f"stylebench calibrate: warning: {warning}", file=sys.stderr)
+    if removed:
+        parts.append(f"removed stale {', '.join(removed)}")
     print("; ".join(parts) + f"; wrote {output} ({cache.hits} cached, {cache.misses} embedded)",
           file=sys.stderr)

@@ -66,8 +66,11 @@ def load_run_model(run_dir: str | Path, mesh: Mesh) -> RunModel:
         raise UserInputError(f"{run_dir}: no style_features.json (written when training starts)")
     step_dir = _best_step(run_dir)
     checkpointer = ocp.StandardCheckpointer()
-    metadata = checkpointer.metadata(step_dir / "state")
-    tree = getattr(metadata, "item_metadata", metadata)
+    # the item's own tree metadata: StandardCheckpointer.metadata also looks for a step-level
+    # _CHECKPOINT_METADATA inside state/, which a CheckpointManager step keeps one level up, and
+    # logs an absl warning that it is missing
+    metadata = ocp.PyTreeCheckpointHandler().metadata(step_dir / "state")
+    tree = getattr(metadata, "tree", metadata)
     replicated = NamedSharding(mesh, P())
     target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=replicated), dict(tree))
     state = checkpointer.restore(step_dir / "state", target)

@@ -111,3 +111,20 @@ def test_bad_files_name_the_problem(tmp_path):
                                 "meta": {}, "embedder": {}}))
     with pytest.raises(UserInputError, match="coef: expected a finite number"):
         StyleCalibration(path)
+
+
+def test_fold_problem_and_cv_folds_refuse_too_few_pairs_per_label():
+    from stylebench_jax.calibration.similarity import cv_folds, fold_problem
+
+    labels = np.array([1, 0])
+    assert "found 2 pairs (1 same-style, 1 different-style)" in fold_problem(labels, None, 5)
+    with pytest.raises(ValueError, match="^n_splits: 5 folds need at least 5 pairs of each label"):
+        cv_folds(labels, None, 5)  # not scikit-learn's "Cannot have number of splits n_splits=5 ..."
+    # stratified fallback (2 groups < 5 folds): per-label counts matter
+    assert "2 groups, fewer than the folds" in fold_problem(np.array([1] * 8 + [0] * 4), ["a", "b"] * 6, 5)
+    assert fold_problem(np.array([1, 0] * 5), None, 5) is None
+    # GroupKFold: enough groups is all it needs, even with one pair of a label
+    labels = np.array([1] * 11 + [0])
+    groups = [f"b{i}" for i in range(6)] * 2
+    assert fold_problem(labels, groups, 5) is None
+    assert cv_folds(labels, groups, 5)[1] == "GroupKFold"

@@ -102,3 +102,22 @@ def test_bad_calibration_inputs_exit_2(tmp_path, capsys):
     assert "all 3 pairs have label 1" in capsys.readouterr().err
     assert main(["score", "--model", "baseline:function_words", "only one"]) == 2
     assert "expected two texts" in capsys.readouterr().err
+
+
+def test_calibrate_training_run_is_quiet_and_a_rerun_drops_the_classifier_files(trained, tmp_path, cache_dir,
+                                                                                 capfd, caplog):
+    """orbax's "Metadata file does not exist" warning (the run's best/<step>/state has no
+    _CHECKPOINT_METADATA: CheckpointManager keeps it one level up) is not shown; a rerun with
+    --no-classifier into the same directory removes the earlier run's calibration.json and classifier
+    figures."""
+    out = tmp_path / "out"
+    assert main(["calibrate", "--model", str(trained / "run"), "--output", str(out), "--quiet"]) == 0
+    err = capfd.readouterr().err
+    assert "Metadata file does not exist" not in err + caplog.text, err
+    assert (out / "calibration.json").is_file() and (out / "reliability_classifier_fit.png").is_file()
+    assert main(["calibrate", "--model", str(trained / "run"), "--output", str(out), "--quiet",
+                 "--no-classifier"]) == 0
+    assert not (out / "calibration.json").exists()
+    assert not (out / "reliability_classifier_fit.png").exists()
+    assert "classifier" not in json.loads((out / "calibration_report.json").read_text())
+    assert (out / "style_calibration.json").is_file() and (out / "reliability_similarity_fit.png").is_file()
