@@ -96,8 +96,8 @@ def register(subparsers) -> None:
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the --max-pairs draw and of StratifiedKFold's shuffle (default: 0)")
     parser.add_argument("--output", required=True, type=Path, metavar="DIR",
-                        help="directory for the calibration files (created if missing; its parent must "
-                             "exist; this command's stale files in it are replaced or removed, see above)")
+                        help="directory for the calibration files (created, with missing parents, if absent; "
+                             "this command's stale files in it are replaced or removed, see above)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bars, warnings or summary line on stderr (errors still print)")
     add_style_arguments(parser)
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     clf_payload = None
     if run_dir is not None and not args.no_classifier:  # computed before anything is written
         clf_payload, report["classifier"], figures["classifier"] = _classifier(run_dir, args, options, mesh)
-    args.output.mkdir(exist_ok=True)
+    args.output.mkdir(parents=True, exist_ok=True)
     written = {write_json(args.output / "style_calibration.json", _json_ready(payload)).name}
     if clf_payload is not None:
         written.add(write_json(args.output / "calibration.json", _json_ready(clf_payload)).name)

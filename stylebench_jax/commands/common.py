@@ -97,7 +97,8 @@ def _check_parent(path: Path, flag: str) -> None:
 def check_output_file(path: Path, flag: str, *, suffix: str | None = None,
                       inputs: Sequence[Path | None] = ()) -> None:
     """An output file the command will write: its directory must exist (the same rule for every
-    command), it must not be a directory, have ``suffix`` when given, and not be one of ``inputs``."""
+    command's output file), it must not be a directory, have ``suffix`` when given, and not be one of
+    ``inputs``."""
     path = Path(path)
     if suffix is not None and path.suffix != suffix:
         raise UserInputError(f"{flag} {path}: expected a {suffix} path")
@@ -111,13 +112,18 @@ def check_output_file(path: Path, flag: str, *, suffix: str | None = None,
 
 
 def check_output_dir(path: Path, flag: str) -> None:
-    """An output directory the command creates or fills: it must not be a file, and its parent must
-    exist (a typo does not silently create a tree of directories)."""
+    """An output directory the command creates or fills: it must not be a file, nor lie under one.
+    Missing parents are created with it (``runs/quick`` on a fresh checkout, like the directories
+    that configs name: ``runs/data/<name>``); an output *file*'s directory must exist
+    (:func:`check_output_file`), as for a shell redirection."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise UserInputError(f"{flag} {path}: exists and is not a directory")
-    if not path.exists():
-        _check_parent(path, flag)
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserInputError(f"{flag} {path}: {parent} is a file, not a directory")
+            break
 
 
 def check_cache_dir(path: str | Path | None) -> None:

@@ -105,12 +105,25 @@ def test_eval_bad_seed_and_output(tmp_path, cache_dir, capsys, no_model_load, da
     (tmp_path / "f").write_text("x")
     assert main([*common, "--output", str(tmp_path / "f")]) == 2
     one_line_error(capsys, "--output", "not a directory")
-    assert main([*common, "--output", str(tmp_path / "no" / "such" / "dir")]) == 2
-    one_line_error(capsys, "--output", "does not exist")
+    assert main([*common, "--output", str(tmp_path / "f" / "such" / "dir")]) == 2
+    one_line_error(capsys, "--output", f"{tmp_path / 'f'} is a file, not a directory")
     assert main([*common, "--output", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "f")]) == 2
     one_line_error(capsys, "--cache-dir", "is a file")
     assert main([*common, "--output", str(tmp_path / "o"), "--datasets", "nope"]) == 2
     one_line_error(capsys, "--datasets: unknown dataset 'nope'")
+
+
+def test_output_directories_get_their_parents_output_files_do_not(tmp_path, cache_dir, capsys, data_root):
+    # README's command 1 writes --output runs/quick on a fresh checkout, where runs/ does not exist
+    out = tmp_path / "runs" / "quick"
+    assert main(["eval", "--models", "baseline:function_words", "--suite", "stel", "--data-root",
+                 str(data_root), "--output", str(out), "--quiet"]) == 0
+    assert (out / "results.jsonl").is_file()
+    texts = tmp_path / "t.txt"
+    texts.write_text("a\n", encoding="utf-8")
+    assert main(["embed", "--model", "baseline:function_words", "--input", str(texts), "--output",
+                 str(tmp_path / "nodir" / "e.npy")]) == 2
+    one_line_error(capsys, "--output", "directory", "nodir does not exist (create it first)")
 
 
 @pytest.fixture()
