@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from stylebench_jax import __version__
@@ -92,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"stylebench {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`stylebench ... | head`): stop quietly like other Unix tools; point
+        # stdout at /dev/null so the interpreter's final flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a pipe writer killed by it
     except Exception as error:
         if distributed.peer_failure(error):  # a peer died or hung inside a collective
             distributed.exit_after_failure(args.command, error)

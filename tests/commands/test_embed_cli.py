@@ -1,6 +1,7 @@
 """`stylebench embed` end to end: output, caching (no forward pass on re-run), bad input."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -220,3 +221,15 @@ def test_neural_flags_with_a_baseline_are_refused(tmp_path, txt_input, cache_dir
                    "has none (a baseline embeds its texts whole, with its own features)")
     assert not out.exists()
     assert run_cli("--model", "baseline:function_words", "--input", txt_input, "--output", out) == 0
+
+
+def test_a_closed_pipe_on_stdout_ends_quietly(tmp_path):
+    # `stylebench embed --plan-only | head -1`: the reader is gone before the plan is printed
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run([sys.executable, "-m", "stylebench_jax.cli", "embed", "--plan-only"],
+                                stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 141 and "Traceback" not in result.stderr, result.stderr
