@@ -157,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     _check_unit(args.min_recall, "--min-recall")
     settings = style_settings(args)
     name, run_dir = split_run(args.model)
+    _check_classifier_flags(args, run_dir)
     source = args.pairs or (_run_pairs_dir(run_dir) if run_dir else None)
     if source is None:
         raise UserInputError("--pairs: give a prepare-pairs directory or a .jsonl of labelled pairs (only a "
@@ -166,8 +167,12 @@ def run(args: argparse.Namespace) -> int:
     eval_split = _eval_split(args, Path(source))
     evaluations = {}
     if eval_split:
-        held_out = load_calibration_pairs(source, eval_split)
-        evaluations[eval_split] = held_out.subsample(args.max_pairs, args.seed)
+        held_out = load_calibration_pairs(source, eval_split).subsample(args.max_pairs, args.seed)
+        if args.max_pairs is not None and int(held_out.labels.sum()) in (0, len(held_out)):
+            raise UserInputError(f"--max-pairs {args.max_pairs}: the seeded draw (--seed {args.seed}) of "
+                                 f"{held_out.source}'s {eval_split!r} pairs has one label only; evaluation "
+                                 "needs both: raise --max-pairs or change --seed")
+        evaluations[eval_split] = held_out
     options = CalibrateOptions(method=args.method, cv_metric=args.cv_metric, n_splits=args.n_splits,
                                group_by=args.group_by, seed=args.seed, threshold_metric=args.threshold_metric,
                                min_accuracy=args.min_accuracy, min_recall=args.min_recall)
@@ -217,6 +222,21 @@ def remove_stale_outputs(output: Path, written: set[str]) -> list[str]:
             path.unlink()
             removed.append(path.name)
     return removed
+
+
+CLASSIFIER_FLAGS = (("--threshold-metric", "threshold_metric", "balanced_accuracy"),
+                    ("--min-accuracy", "min_accuracy", None), ("--min-recall", "min_recall", None))
+
+
+def _check_classifier_flags(args, run_dir: Path | None) -> None:
+    """The classifier's threshold options are refused where no classifier is calibrated (they would
+    change nothing)."""
+    given = [flag for flag, name, default in CLASSIFIER_FLAGS if getattr(args, name) != default]
+    if not given or (run_dir is not None and not args.no_classifier):
+        return
+    why = ("--no-classifier skips it" if run_dir is not None
+           else f"--model {args.model} is not a stylebench train run (only a run has one)")
+    raise UserInputError(f"{', '.join(given)}: options of a training run's classifier threshold; {why}")
 
 
 def _check_unit(value: float | None, flag: str) -> None:

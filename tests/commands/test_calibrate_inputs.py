@@ -123,3 +123,28 @@ def test_rerun_into_the_same_directory_leaves_no_stale_outputs(tmp_path, capsys,
     assert (out / "reliability_similarity_fit.png").is_file()
     assert (out / "notes.txt").read_text() == "mine"
     assert "reliability_similarity_train" not in (out / "calibration.md").read_text()
+
+
+@pytest.mark.parametrize("extra", [["--min-accuracy"], ["--min-recall", "0.5"],
+                                   ["--threshold-metric", "f1"]])
+def test_classifier_threshold_flags_without_a_classifier_exit_2(tmp_path, capsys, cache_dir, no_embedding,
+                                                                extra):
+    pairs = _pairs_file(tmp_path / "pairs.jsonl", [1, 0] * 10)
+    err = _error(capsys, ["calibrate", "--model", MODEL, "--pairs", str(pairs), "--output",
+                          str(tmp_path / "out"), *extra])
+    assert err.endswith(f"{extra[0]}: options of a training run's classifier threshold; --model {MODEL} is "
+                        "not a stylebench train run (only a run has one)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_one_label_draw_of_the_evaluation_split_exits_2_before_embedding(tmp_path, capsys, cache_dir,
+                                                                           no_embedding):
+    pairs = write_pairs(tmp_path / "pairs")  # train and validation splits, labels alternating
+    rows = [json.loads(line) for line in (pairs / "pairs.jsonl").read_text().splitlines()]
+    # the test split: 15 same-style pairs and one different-style pair
+    test = [{**r, "split": "test", "label": int(i < 15)} for i, r in enumerate(rows[:16])]
+    (pairs / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows + test), encoding="utf-8")
+    err = _error(capsys, ["calibrate", "--model", MODEL, "--pairs", str(pairs), "--output",
+                          str(tmp_path / "out"), "--max-pairs", "4", "--n-splits", "2"])
+    assert "--max-pairs 4: the seeded draw (--seed 0) of" in err and "'test' pairs has one label only" in err
+    assert not (tmp_path / "out").exists()
