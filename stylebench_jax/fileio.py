@@ -185,6 +185,21 @@ def read_json_file(path: str | os.PathLike, default=None):
         raise located(path, f"not valid JSON ({error.msg})", line=error.lineno, column=error.colno) from None
 
 
+def json_ready(value):
+    """``value`` as plain JSON: dict keys as strings, tuples as lists, NumPy scalars as Python numbers,
+    and NaN or infinity (undefined metrics: an AUROC of one class, a diverged loss) as ``null``, which
+    JSON has no number for (``json.dumps`` would write the invalid ``NaN``)."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
 def save_npy_atomic(path: str | os.PathLike, array: np.ndarray, *, every_process: bool = False) -> None:
     """Write ``array`` as a ``.npy`` file atomically (``np.save`` would append ``.npy`` itself)."""
     with atomic_open(path, "wb", every_process=every_process) as handle:

@@ -126,25 +126,11 @@ def _run_pairs_dir(run: Path) -> Path:
     return Path(pairs)
 
 
-def _json_ready(value):
-    import numpy as np
-
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        return None if value != value else float(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     from stylebench_jax.calibration.files import write_json
     from stylebench_jax.calibration.pairs import load_calibration_pairs
     from stylebench_jax.calibration.run import CalibrateOptions, calibrate_similarity
-    from stylebench_jax.fileio import write_text_atomic
+    from stylebench_jax.fileio import json_ready, write_text_atomic
     from stylebench_jax.report.calibration import write_calibration_report
 
     check_output_dir(args.output, "--output")
@@ -191,11 +177,11 @@ def run(args: argparse.Namespace) -> int:
     if run_dir is not None and not args.no_classifier:  # computed before anything is written
         clf_payload, report["classifier"], figures["classifier"] = _classifier(run_dir, args, options, mesh)
     args.output.mkdir(parents=True, exist_ok=True)
-    written = {write_json(args.output / "style_calibration.json", _json_ready(payload)).name}
+    written = {write_json(args.output / "style_calibration.json", json_ready(payload)).name}
     if clf_payload is not None:
-        written.add(write_json(args.output / "calibration.json", _json_ready(clf_payload)).name)
+        written.add(write_json(args.output / "calibration.json", json_ready(clf_payload)).name)
     write_text_atomic(args.output / "calibration_report.json",
-                      json.dumps(_json_ready(report), indent=1) + "\n")
+                      json.dumps(json_ready(report), indent=1) + "\n")
     written.add("calibration_report.json")
     written |= {Path(path).name for path in write_calibration_report(args.output, report, figures).values()}
     removed = remove_stale_outputs(args.output, written)

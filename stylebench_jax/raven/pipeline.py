@@ -32,7 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 from stylebench_jax.config import InvalidField, config_to_dict
-from stylebench_jax.fileio import write_text_atomic
+from stylebench_jax.fileio import json_ready, write_text_atomic
 from stylebench_jax.metrics.pan import OVERALL_PARTS, pan_metrics
 from stylebench_jax.raven import analysis
 from stylebench_jax.raven.config import RavenConfig
@@ -519,16 +519,6 @@ def build_report(config: RavenConfig, corpus: Corpus, datasets: Sequence[Sampled
 
 def write_json(path: Path, data: dict) -> None:
     """``data`` as indented JSON, atomically; NaN and infinities (undefined values) become null."""
-    write_text_atomic(path, json.dumps(_clean(data), indent=1, allow_nan=False) + "\n")
+    write_text_atomic(path, json.dumps(json_ready(data), indent=1, allow_nan=False) + "\n")
 
-
-def _clean(value):
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, (np.generic, float)):
-        value = value.item() if isinstance(value, np.generic) else value
-        return value if not isinstance(value, float) or np.isfinite(value) else None
-    return value
 

@@ -63,7 +63,7 @@ def held_out_evaluation(config: TrainConfig, base, data, trainer: Trainer, resul
     import numpy as np
 
     from stylebench_jax.encoders.neural import FlaxEncoderEmbedder
-    from stylebench_jax.fileio import read_json_file, write_text_atomic
+    from stylebench_jax.fileio import json_ready, read_json_file, write_text_atomic
     from stylebench_jax.training.data import pairs_from_columns
     from stylebench_jax.training.validate import held_out_report, make_predictor, predict
 
@@ -79,8 +79,8 @@ def held_out_evaluation(config: TrainConfig, base, data, trainer: Trainer, resul
     report = held_out_report(outputs, pairs, base_cosine, seed=config.seed)
     report["base_model"] = f"{config.model.base} ({embedder.settings.pooling} pooling, untrained)"
     run = Path(result.run_dir)
-    write_text_atomic(run / "test_report.json", json.dumps(report, indent=1) + "\n")
+    write_text_atomic(run / "test_report.json", json.dumps(json_ready(report), indent=1) + "\n")
     summary = read_json_file(run / "summary.json", {})
     summary["test"] = report
-    write_text_atomic(run / "summary.json", json.dumps(summary, indent=1) + "\n")
+    write_text_atomic(run / "summary.json", json.dumps(json_ready(summary), indent=1) + "\n")
     return report

@@ -47,7 +47,7 @@ from stylebench_jax.config import config_to_dict
 from stylebench_jax.encoders.export import export_encoder
 from stylebench_jax.encoders.loading import EncoderFiles, init_params, param_shardings
 from stylebench_jax.errors import InvalidOption, UserInputError
-from stylebench_jax.fileio import read_json_file, write_text_atomic
+from stylebench_jax.fileio import json_ready, read_json_file, write_text_atomic
 from stylebench_jax.kernels.cpu_attention import LOCAL
 from stylebench_jax.parallel.distributed import (
     allgather_objects,
@@ -255,7 +255,7 @@ class Trainer:
         if not is_primary():  # one writer per run directory
             return
         with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row, sort_keys=False) + "\n")
+            handle.write(json.dumps(json_ready(row), sort_keys=False) + "\n")  # a NaN loss: null
 
     # ----------------------------------------------------------------- loop
     def _batch(self, step: int) -> dict:
@@ -358,7 +358,7 @@ class Trainer:
                    "best_step": extra["best_step"], "best_validation": extra["best_metrics"],
                    "steps_per_epoch": self.steps_per_epoch, "export": str(export_dir),
                    "attention": self.attention_kernel}
-        write_text_atomic(self.run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
+        write_text_atomic(self.run_dir / "summary.json", json.dumps(json_ready(summary), indent=1) + "\n")
         self.checkpoints.close()
         return TrainResult(self.run_dir, step, extra["best_step"], extra["best_metrics"], export_dir, stopped)
 
