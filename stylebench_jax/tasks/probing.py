@@ -20,8 +20,11 @@ POS tag), two variants that share steps 1 and 3 and differ in step 2 and the tie
    ``np.random.seed(seed)`` STEB's script draws the very same splits from our texts' order (tested
    against a re-implementation of the script). (The script first shuffles its rows with
    ``df.sample(random_state=42)``; we keep the payload's order.)
-3. **Probe.** Multinomial logistic regression (scikit-learn, L2, lbfgs) on the frozen, L2-normalised
-   embeddings. The regularisation strength ``lambda`` is chosen on validation accuracy from
+3. **Probe.** Multinomial logistic regression (scikit-learn, L2, lbfgs) on the frozen embeddings:
+   *ours* L2-normalised (every model's vectors on one scale, so one strength grid means the same
+   for all), *STEB's* as the embedder returns them (STEB's ``ProbingProcessor`` feeds the model's
+   pooled outputs to the probe; models with a Normalize module give unit vectors either way). The
+   regularisation strength ``lambda`` is chosen on validation accuracy from
    ``{1e-5, 1e-4, 1e-3, 1e-2}``. Ties: *ours* keeps the stronger regularisation (of equally good
    validation scores the simpler model; small validation sets tie often), *STEB's* the weakest
    (``np.argmax`` over the strengths in increasing order, in steb/tasks/probing.py as in SentEval's
@@ -47,8 +50,10 @@ minimises ``C sum_i CE_i + (1/2) ||W||^2``; dividing by ``C n`` shows the two ag
 ``C = 1 / (lambda n_train)``. So the grid is a grid of strengths (bigger = more regularised), not of
 scikit-learn's inverse ``C``: read as ``C`` directly, 1e-2 would regularise about ``n_train`` times
 harder than STEB intends. (STEB's App. C.1 calls the probe a "small MLP"; its code is a single
-linear layer trained with Adam and early stopping on validation accuracy, i.e. logistic regression;
-we fit it to convergence with lbfgs instead.)
+linear layer trained with Adam and early stopping on validation accuracy, whose outputs pass through
+a sigmoid before ``F.cross_entropy``: a linear decision rule like logistic regression's, under a
+different loss (softmax over sigmoids). We fit multinomial logistic regression to convergence with
+lbfgs instead: the same kind of classifier, not STEB's exact objective or its early stopping.)
 
 Headline ``probe_accuracy`` (``probe_accuracy_steb``) = mean over probed features of test accuracy,
 with a percentile bootstrap CI that resamples each feature's test texts independently (seeded per
@@ -147,13 +152,24 @@ def balanced_splits(classes: np.ndarray, rng: np.random.Generator,
     return tuple(np.sort(np.concatenate(p)) for p in parts)
 
 
+def value_counts_order(codes: np.ndarray, n_classes: int) -> list[int]:
+    """The classes in the order STEB's script visits them: ``value_counts()`` of the ``qcut`` labels
+    ``"0" .. "<n_classes - 1>"`` (a pandas Categorical, empty classes included): descending size, and
+    among equal sizes pandas' own order, which is not always the lower class first (sizes 17, 6, 6,
+    13, 7 are visited 0, 3, 4, 2, 1), so pandas itself decides it."""
+    import pandas as pd
+
+    labels = pd.Categorical.from_codes(codes, categories=[str(i) for i in range(n_classes)])
+    return [int(label) for label in pd.Series(labels).value_counts().index]
+
+
 def steb_balanced_splits(codes: np.ndarray, n_classes: int, rng: np.random.RandomState, *,
                          train_p: float = STEB_TRAIN, val_p: float = STEB_VAL,
                          total_data: int = STEB_TOTAL) -> tuple[np.ndarray, ...]:
     """STEB's ``(train, val, test)`` index arrays for one feature (split_probing_datasets.py).
 
     ``codes [N]`` of :func:`qcut_codes` with ``n_classes`` intervals. ``m = min(class sizes + [total_data
-    // n_classes])``; classes in descending size (ties: lower class first, ``value_counts``' order), each
+    // n_classes])``; classes in :func:`value_counts_order`, each
     draws ``m`` members with ``rng.choice(members, m, replace=False)`` then ``rng.shuffle``: the first
     ``int(train_p m)`` train, the next ``int(val_p m)`` validation, the rest test. Uses ``rng``'s draws
     exactly as STEB's script uses ``np.random`` (also when ``m`` is 0). A constant feature (no class)
@@ -165,7 +181,7 @@ def steb_balanced_splits(codes: np.ndarray, n_classes: int, rng: np.random.Rando
         m = int(min(counts.min(), total_data // n_classes))
         train_end = int(train_p * m)
         val_end = train_end + int(val_p * m)
-        for c in np.argsort(-counts, kind="stable"):
+        for c in value_counts_order(codes, n_classes):
             kept = rng.choice(np.flatnonzero(codes == c), size=m, replace=False)
             rng.shuffle(kept)
             for part, piece in zip(parts, (kept[:train_end], kept[train_end:val_end], kept[val_end:])):
@@ -211,7 +227,7 @@ def probe_features(embeddings: np.ndarray, features: np.ndarray, names: Sequence
                    min_per_class: int = MIN_PER_CLASS, protocol: str = "ours") -> ProbingResult:
     """Probe every feature column; see the module docstring.
 
-    ``embeddings [N, D]`` float (L2-normalised), ``features [N, F]`` float, ``names [F]``.
+    ``embeddings [N, D]`` float (L2-normalised for ours, raw for STEB's), ``features [N, F]``, ``names [F]``.
     ``protocol="ours"``: feature ``f`` draws its subsample and splits from
     ``np.random.default_rng([seed, f])``; ``"steb"``: STEB's splits from one
     ``np.random.RandomState(seed)`` across the features in order, and STEB's tie rule.
@@ -291,6 +307,7 @@ def evaluate_probing(scorer: TextScorer, texts: Sequence[str], *, features: np.n
     similarity-only scorers. Skipped features are logged with their reason.
     """
     embeddings = scorer.embed(texts)
+    raw = scorer.embed_raw(texts) if "steb" in protocols else None  # STEB probes the outputs as they are
     if features is None:
         from stylebench_jax.text.features import linguistic_features
 
@@ -299,7 +316,8 @@ def evaluate_probing(scorer: TextScorer, texts: Sequence[str], *, features: np.n
         raise ValueError("features given without feature_names")
     scores: list[Score] = []
     for protocol in protocols:
-        result = probe_features(embeddings, features, feature_names, seed=seed, protocol=protocol)
+        result = probe_features(raw if protocol == "steb" else embeddings, features, feature_names, seed=seed,
+                                protocol=protocol)
         for name, reason in result.skipped.items():
             log.info("probing %s (%s): skipped feature %s: %s", scorer.name, protocol, name, reason)
         not_converged = [p.name for p in result.probes if not p.converged]

@@ -17,6 +17,7 @@ from stylebench_jax.tasks.probing import (
     qcut_codes,
     quantile_bins,
     steb_balanced_splits,
+    value_counts_order,
 )
 
 
@@ -130,6 +131,21 @@ def test_evaluate_with_precomputed_features_and_scorer_checks():
         evaluate_probing(scorer, texts, features=features)
 
 
+def test_stebs_probe_reads_the_raw_vectors_ours_the_normalised():
+    # a feature carried by the vectors' length along one direction: STEB feeds its probe the model's
+    # outputs as they are and reads it; our protocol normalises first and cannot
+    rng = np.random.default_rng(4)
+    texts = [f"text {i}" for i in range(500)]
+    planted = rng.uniform(1, 10, size=500)
+    vectors = planted[:, None] * np.ones(8) / np.sqrt(8) + 0.01 * rng.normal(size=(500, 8))
+    scorer = TextScorer(FixedEmbedder(dict(zip(texts, vectors))))
+    scores = {s.metric: s.value for s in evaluate_probing(
+        scorer, texts, features=planted[:, None], feature_names=["planted"], n_boot=20,
+        protocols=("ours", "steb"))}
+    assert scores["probe_accuracy_steb/planted"] > 0.8
+    assert scores["probe_accuracy/planted"] < 0.5  # 5 classes: chance 0.2
+
+
 def test_spacy_features_on_real_sentences(data_root):
     """End to end with spaCy features on 300 CDS sentences, embedded as a point on a quarter circle
     whose angle is the log character length (survives L2 normalisation; noise in a third axis)."""
@@ -192,6 +208,26 @@ def test_steb_splits_equal_stebs_script(seed):
         kept = np.sort(np.concatenate([train, val, test]))
         assert codes[kept].tolist() == [labels[i] for i in kept]
         assert all(labels[i] is None for i in set(range(len(column))) - set(kept.tolist()))
+
+
+def test_steb_splits_follow_pandas_order_of_equal_sized_bins():
+    # value_counts' order of equal counts is pandas' own, not always the lower class first: sizes
+    # 17, 6, 6, 13, 7 are visited 0, 3, 4, 2, 1; every bin draws from one shared stream, so the order
+    # decides the splits (small-integer features hit such ties often: 3 of these 300 used to differ)
+    from tests.reference.steb_reference import split_probing_feature
+
+    assert value_counts_order(np.repeat(np.arange(5), [17, 6, 6, 13, 7]), 5) == [0, 3, 4, 2, 1]
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        column = rng.integers(0, int(rng.integers(3, 12)), int(rng.integers(20, 120))).astype(np.float64)
+        if np.unique(column).size < 2:
+            continue
+        np.random.seed(trial)
+        _, splits = split_probing_feature(column)
+        codes, n = qcut_codes(column)
+        train, val, test = steb_balanced_splits(codes, n, np.random.RandomState(trial))
+        for part, name in ((train, "train"), (val, "val"), (test, "test")):
+            assert part.tolist() == [i for i, s in enumerate(splits) if s == name], trial
 
 
 def test_steb_split_sizes_by_hand():
