@@ -1,9 +1,14 @@
 """Clustering protocol (STEB §3.1, following MTEB): k-means the embeddings, score against labels.
 
 ``MiniBatchKMeans(n_clusters = number of distinct labels, batch_size = 32, random_state = seed,
-n_init = 1)`` on the L2-normalised embeddings. ``n_init = 1`` is what STEB's and MTEB's
-``n_init="auto"`` resolves to for k-means++ initialisation; we spell it out so a scikit-learn
-default change cannot move the numbers. Reported: V-measure (primary, STEB) and AMI.
+n_init = 1)`` on the embeddings as the embedder returns them, in float32: STEB's
+``calculate_clustering_metrics`` (steb/metrics.py) fits the model's outputs, not normalised (its
+``l2_normalize`` is not called there), as MTEB does; a model with a Normalize module (MiniLM) gives
+unit vectors either way, while STEB-mode encoders (``--long-text steb``) and feature baselines keep
+their lengths. ``n_init = 1`` is what STEB's and MTEB's ``n_init="auto"`` resolves to for k-means++
+initialisation; we spell it out so a scikit-learn default change cannot move the numbers. The seed
+is the run's (``--seed``, default 0) where STEB fixes ``random_state=42``. Reported: V-measure
+(primary, STEB) and AMI.
 
 Confidence intervals: bootstrap over *instances with the cluster assignment held fixed* (resample
 texts with replacement, recompute the metric from the resampled (label, cluster) pairs). This
@@ -55,12 +60,13 @@ def _encode_labels(labels: Sequence) -> tuple[np.ndarray, int]:
 def kmeans_assign(embeddings: np.ndarray, n_clusters: int, *, seed: int = 0) -> np.ndarray:
     """Cluster ids ``[N]`` int64 from ``MiniBatchKMeans`` as in the module docstring.
 
-    ``embeddings``: ``[N, D]`` float, expected L2-normalised.
+    ``embeddings``: ``[N, D]`` float, as the embedder returns them (fitted in float32, as STEB's
+    arrays are).
     """
     model = MiniBatchKMeans(n_clusters=n_clusters, batch_size=KMEANS_BATCH_SIZE, random_state=seed,
                             n_init=1)
     with threadpool_limits(limits=1):
-        return model.fit_predict(np.asarray(embeddings, dtype=np.float64)).astype(np.int64)
+        return model.fit_predict(np.asarray(embeddings, dtype=np.float32)).astype(np.int64)
 
 
 def cluster_scores(labels: Sequence, clusters: Sequence, *, seed: int = 0, n_boot: int = 1000) -> list[Score]:
@@ -123,7 +129,7 @@ def evaluate_clustering(scorer: TextScorer, texts: Sequence[str], labels: Sequen
     """
     if len(texts) != len(labels):
         raise ValueError(f"{len(texts)} texts but {len(labels)} labels")
-    return cluster_embeddings(scorer.embed(texts), labels, seed=seed, n_boot=n_boot)
+    return cluster_embeddings(scorer.embed_raw(texts), labels, seed=seed, n_boot=n_boot)
 
 
 def run_clustering(scorer: TextScorer, payload: LabelledTexts, context: TaskContext, *, seed: int,

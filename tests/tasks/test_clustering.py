@@ -78,6 +78,20 @@ def test_assignment_is_sklearn_minibatch_kmeans():
     assert scores[0].value == pytest.approx(v_measure_score(labels, pred))
 
 
+def test_clusters_the_vectors_as_returned_like_stebs_code():
+    # the label is carried by the vectors' length along one direction: STEB's calculate_clustering_metrics
+    # k-means the model outputs as they are and finds it; normalising first would erase it
+    rng = np.random.default_rng(0)
+    labels = np.repeat([0, 1, 2], 100)
+    vectors = (1 + 4 * labels)[:, None] * np.ones(6) / np.sqrt(6) + 0.05 * rng.normal(size=(300, 6))
+    texts = [f"t{i}" for i in range(300)]
+    scores = evaluate_clustering(TextScorer(FixedEmbedder(dict(zip(texts, vectors)))), texts, labels,
+                                 seed=42, n_boot=20)
+    steb = MiniBatchKMeans(n_clusters=3, random_state=42, batch_size=32, n_init="auto").fit(
+        vectors.astype(np.float32))
+    assert scores[0].value == pytest.approx(v_measure_score(labels, steb.labels_)) and scores[0].value > 0.95
+
+
 def test_deterministic_in_seed():
     texts, labels, vectors = separated(seed=1)
     noisy = vectors + np.random.default_rng(2).normal(scale=0.8, size=vectors.shape)
