@@ -107,7 +107,9 @@ def assignment_credit(similarities: np.ndarray, answer_index: np.ndarray, assign
     """
     n, k, _ = similarities.shape
     distances = 1.0 - similarities[:, np.arange(k)[None, :], assignments]  # [N, P, K]
-    if norm == "l2":
+    if k == 1:  # triples: STEL compares s(A1, S1) > s(A1, S2) itself; |1 - s| would reverse s > 1
+        costs = distances[..., 0]
+    elif norm == "l2":
         costs = np.sqrt(np.sum(distances * distances, axis=-1))
     elif norm == "l1":
         costs = np.sum(distances, axis=-1)

@@ -110,6 +110,11 @@ def test_triple_and_stel_or_content_by_hand():
     assert alignment_credits(TextScorer(TableSimilarity(table)), [stel_or_content(stel(2))])[0] == 1.0
     table[("A1", "S2")] = 0.1
     assert alignment_credits(TextScorer(TableSimilarity(table)), [stel_or_content(stel(2))])[0] == 0.5
+    # STEL compares the similarities themselves (higher wins), also above 1: s = 1.5 beats 0.8
+    # (|1 - s| would call 0.8 the closer one); a similarity is any "higher = more alike" score
+    table = {**QUAD, ("A1", "S1"): 1.5, ("A1", "A2"): 0.8}
+    assert alignment_credits(TextScorer(TableSimilarity(table)), [stel_triple(stel(1))])[0] == 1.0
+    assert alignment_credits(TextScorer(TableSimilarity(table)), [stel_or_content(stel(1))])[0] == 1.0
 
 
 def test_three_level_list_alignment_by_hand():
