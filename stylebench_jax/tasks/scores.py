@@ -8,7 +8,9 @@ Operational score (STEB §3.3, after Olmo et al. 2026). Tasks are grouped into S
 (``TASK_FAMILIES``) and each unit contributes the column's metric (``OPERATIONAL_METRICS``: V-measure,
 AUROC, and for the tasks where our protocol differs from STEB's, STEB's: ``distractor_accuracy_steb``,
 ``mrr_steb``, ``probe_accuracy_steb``, as in STEB Tab. 2). STEL enters as STEB builds it (the
-``order_list`` units of the stel dataset); STEL's own quadruples (``order_quad``) are not part of it.
+``order_list`` units of the stel dataset, one per style type, merged into STEB's two datasets
+STEL_register and STEL_feature by ``STEB_DATASETS`` before either score); STEL's own quadruples
+(``order_quad``) are not part of it.
 Within a column, for the models that have every unit:
 
 1. ``rho[u, v]`` = Spearman correlation across models of units u and v (ranks with ties averaged,
@@ -47,6 +49,7 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 from scipy.stats import rankdata
 
+from stylebench_jax.data.stel import STEB_GROUPS
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.tasks import registry
 from stylebench_jax.tasks.base import NotApplicable
@@ -66,8 +69,7 @@ CONTENT = registry.CONTENT
 # LINGUISTIC. STEB Tab. 13 equivalents in comments.
 DEFINITIONAL_GROUPS = {
     "cds_samples": "genre",                    # Corpus of Diverse Styles
-    "stel/formality": "register",              # STEL_register
-    "stel/simplicity": "register",             # STEL_register
+    "stel/register": "register",               # STEL_register (formality + simplicity: STEB_DATASETS)
     "onestopenglish": "register",              # OneStopEnglish
     "asset": "register",                       # ASSET
     "stanford_politeness": "register",         # wikipedia_ / stackexchange_politeness
@@ -79,13 +81,17 @@ DEFINITIONAL_GROUPS = {
     "british_fiction_corpus": "idiolect",
     "eighteenth_century_novels": "idiolect",
     "federalist_papers": "idiolect",
-    "stel/contraction": LINGUISTIC,            # STEL_feature
-    "stel/nbr_substitution": LINGUISTIC,       # STEL_feature
-    "stel/emotives": LINGUISTIC,               # STEL_feature (emoji/emotive characteristic)
-    "stel/em-subj-pronoun": LINGUISTIC,        # later STEL characteristics (STEB builds no units)
-    "stel/definite-abstract": LINGUISTIC,
+    "stel/feature": LINGUISTIC,                # STEL_feature (contraction, nbr_substitution, emotives)
     "styleptb_compositional": LINGUISTIC,      # StylePTB
 }
+
+# STEB's datasets made of several of our units: STEB loads STEL as two datasets, STEL_register and
+# STEL_feature (steb/loaders/stel.py STEL_TYPES_BY_GROUP), each aligning pairs within a style type and
+# averaging over all its pairs; we build one order_list unit per style type (data.stel.STEB_GROUPS).
+# Before either score, a model's values of the member units are merged into the STEB dataset's unit,
+# weighted by their instance counts (``n``): STEB's pooled mean, so STEL counts as two datasets, not five.
+STEB_DATASETS = {("stel", style, "order_list"): ("stel", group, "order_list")
+                 for style, group in STEB_GROUPS.items()}
 
 _REQUIRED = ("model", "dataset", "subset", "task", "metric", "value")
 
@@ -97,19 +103,36 @@ def _unit_name(unit: Unit) -> str:
 
 
 def _index_rows(rows: Iterable[Mapping]) -> dict[tuple[str, Unit, str], float]:
-    """``{(model, unit, metric): value}``; non-finite values are treated as missing."""
+    """``{(model, unit, metric): value}``, the member units of ``STEB_DATASETS`` merged; non-finite
+    values are treated as missing."""
     table: dict[tuple[str, Unit, str], float] = {}
+    merged: dict[tuple[str, Unit, str], dict[Unit, tuple[float, float]]] = defaultdict(dict)
     for i, row in enumerate(rows):
         missing = [key for key in _REQUIRED if key not in row]
         if missing:
             raise UserInputError(f"result row {i}: missing field(s) {', '.join(missing)}")
         unit = (str(row["dataset"]), str(row["subset"]), str(row["task"]))
         key = (str(row["model"]), unit, str(row["metric"]))
-        if key in table:
+        if key in table or unit in merged.get((key[0], STEB_DATASETS.get(unit), key[2]), {}):
             raise UserInputError(f"result row {i}: duplicate {key[0]} / {_unit_name(key[1])} / {key[2]}")
         value = row["value"]
+        if unit in STEB_DATASETS:
+            if value is not None and math.isfinite(float(value)):
+                merged[(key[0], STEB_DATASETS[unit], key[2])][unit] = (float(value), float(row.get("n") or 1))
+            continue
         if value is not None and math.isfinite(float(value)):
             table[key] = float(value)
+    members = defaultdict(set)
+    for unit, target in STEB_DATASETS.items():
+        members[target].add(unit)
+    present = {unit for parts in merged.values() for unit in parts}
+    for (model, target, metric), parts in merged.items():
+        # every member this run has (for any model) must be there: a partial mean is not STEB's
+        expected = members[target] & present
+        if set(parts) == expected:
+            weights = np.array([parts[u][1] for u in sorted(parts)])
+            values = np.array([parts[u][0] for u in sorted(parts)])
+            table[(model, target, metric)] = float(weights @ values / weights.sum())
     return table
 
 

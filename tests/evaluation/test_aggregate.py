@@ -40,14 +40,14 @@ def test_operational_and_definitional_with_three_models():
     assert operational["table"]["c"]["overall"] == pytest.approx(((0.45 + 0.4) / 2 + 0.1) / 2)
     definitional = scores["definitional"]
     assert definitional["available"]
-    assert definitional["table"]["a"]["register"] == pytest.approx(0.9)  # stel/formality accuracy
+    assert definitional["table"]["a"]["register"] == pytest.approx(0.9)  # STEL_register = stel/formality
     assert definitional["table"]["a"]["linguistic_features"] == pytest.approx(0.8)
     tables = score_tables(scores)
     assert [t.available for t in tables] == [True, True]
     summary, lines = tables[0].details[0]
     assert summary.startswith("Ward clusters")
     assert lines == ("clustering: {cds_samples/all/clustering}",
-                     "order_alignment: {stel/contraction/order_list, stel/formality/order_list}")
+                     "order_alignment: {stel/feature/order_list, stel/register/order_list}")
 
 
 def test_operational_absent_with_two_models_says_why():

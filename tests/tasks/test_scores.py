@@ -124,6 +124,31 @@ def test_definitional_score_by_hand():
     assert "time" not in m1 and "dialect" not in m1
 
 
+def test_stel_counts_as_stebs_two_datasets():
+    # STEB loads STEL as STEL_register (formality + simplicity) and STEL_feature, each averaging over
+    # all its pairs; our per-style-type order_list units merge into those two, weighted by n
+    two = ("m1", "m2")
+
+    def steb_rows(subset, values, n):
+        return [{**r, "n": n} for r in rows_for("stel", subset, "order_list", "accuracy_steb", values, two)]
+
+    rows = (steb_rows("formality", (1.0, 1.0), 100) + steb_rows("simplicity", (1.0, 0.0), 300)
+            + rows_for("asset", "all", "order_list", "accuracy_steb", (0.0, 0.0), two)
+            + steb_rows("contraction", (0.5, 0.5), 100) + steb_rows("emotives", (0.7, 0.7), 100))
+    result = definitional_score(rows)
+    # register: the datasets STEL_register (one, not two) and ASSET
+    assert result.table["m1"]["register"] == pytest.approx((1.0 + 0.0) / 2)
+    assert result.table["m2"]["register"] == pytest.approx((0.25 + 0.0) / 2)  # (100 x 1 + 300 x 0) / 400
+    assert result.table["m1"]["linguistic_features"] == pytest.approx(0.6)
+    assert result.members["register"] == ["asset: asset/all/order_list/accuracy_steb",
+                                          "stel/register: stel/register/order_list/accuracy_steb"]
+    # a model without one of the members gets no STEL_register value (a partial mean is not STEB's)
+    partial = [r for r in rows if not (r["model"] == "m2" and r["subset"] == "simplicity")]
+    result = definitional_score(partial)
+    assert "register" not in result.table["m2"]
+    assert result.notes == ["m2: no register score (missing stel/register/order_list/accuracy_steb)"]
+
+
 def test_definitional_requires_every_cell_of_a_group():
     rows = (rows_for("bible_8_versions", "all", "clustering", "v_measure", (0.5, 0.4), ("m1", "m2"))
             + rows_for("bible_8_versions", "all", "pair_all", "auroc", (0.7,), ("m1",)))
