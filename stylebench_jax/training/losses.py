@@ -18,20 +18,31 @@ import jax.numpy as jnp
 NEG = -1e9  # logit of a masked candidate (finite, so masked rows cannot produce NaN)
 
 
-def weighted_cross_entropy(logits: jax.Array, labels: jax.Array, weights: jax.Array, *,
+def weighted_cross_entropy(logits: jax.Array, labels: jax.Array, valid: jax.Array, *,
+                           class_weights: jax.Array | None = None,
                            label_smoothing: float = 0.0) -> tuple[jax.Array, jax.Array]:
-    """Class-weighted cross-entropy with label smoothing (PyTorch ``CrossEntropyLoss(weight=w,
-    label_smoothing=eps)`` semantics).
+    """Class-weighted cross-entropy with label smoothing, PyTorch's ``CrossEntropyLoss(weight=w,
+    label_smoothing=eps)`` (mean reduction) as a ``(sum, count)`` pair.
 
-    ``logits [N, C]``, ``labels [N]`` int, ``weights [N]`` per-item weight (class weight of the
-    item's label times a 0/1 validity mask). Target distribution ``(1 - eps) onehot + eps / C``.
-    Returns ``(sum_i w_i CE_i, sum_i w_i)``; the weighted mean is their ratio.
+    ``logits [N, C]``, ``labels [N]`` int, ``valid [N]`` 0/1 mask (padding, unknown labels),
+    ``class_weights [C]`` (default all 1). With ``w_i = w[y_i] valid_i``::
+
+        sum   = (1 - eps) sum_i w_i (-log p_i[y_i]) + eps / C sum_i valid_i sum_c w[c] (-log p_i[c])
+        count = sum_i w_i
+
+    and ``sum / count`` is PyTorch's value: its smoothing term weights each class's log-probability by
+    that class's own weight (not the item's), and both terms are divided by the weights of the targets.
     """
     n_classes = logits.shape[-1]
     logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
-    target = jax.nn.one_hot(labels, n_classes) * (1.0 - label_smoothing) + label_smoothing / n_classes
-    per_item = -(target * logp).sum(-1)
-    return (weights * per_item).sum(), weights.sum()
+    w = jnp.ones((n_classes,), jnp.float32) if class_weights is None else class_weights.astype(jnp.float32)
+    valid = valid.astype(jnp.float32)
+    item_weights = w[labels] * valid
+    nll = -jnp.take_along_axis(logp, labels[:, None], axis=-1)[:, 0]
+    smooth = -(logp * w[None, :]).sum(-1)
+    total = ((1.0 - label_smoothing) * item_weights * nll).sum() \
+        + label_smoothing / n_classes * (valid * smooth).sum()
+    return total, item_weights.sum()
 
 
 def supcon(anchors: jax.Array, anchor_groups: jax.Array, anchor_index: jax.Array, candidates: jax.Array,

@@ -210,9 +210,9 @@ def local_loss(params, z, batch, key, step, *, model: BiEncoder, spec: StepSpec)
                              deterministic, method=BiEncoder.classify,
                              rngs=None if deterministic else {"dropout": head_key})
     if spec.use_ce:
-        weights = jnp.asarray(spec.class_weights, jnp.float32)[batch["labels"]] * valid
-        sums["ce"], counts["ce"] = weighted_cross_entropy(logits, batch["labels"], weights,
-                                                          label_smoothing=loss_cfg.label_smoothing)
+        sums["ce"], counts["ce"] = weighted_cross_entropy(
+            logits, batch["labels"], valid, class_weights=jnp.asarray(spec.class_weights, jnp.float32),
+            label_smoothing=loss_cfg.label_smoothing)
         plain = logits
         if getattr(model, "classifier", None) == "arcface":
             # The margin is a training penalty on the target logit: accuracy reads the plain cosines

@@ -127,7 +127,8 @@ def _train_teacher(config: TrainConfig, base: EncoderFiles, pairs: PairSet, mesh
     def step(params, opt_state, ids, mask, types, labels, key):
         def loss_fn(p):
             logits = model.apply({"params": p}, ids, mask, types, False, rngs={"dropout": key})
-            total, count = weighted_cross_entropy(logits, labels, jnp.asarray(weights)[labels],
+            total, count = weighted_cross_entropy(logits, labels, jnp.ones(labels.shape, jnp.float32),
+                                                  class_weights=jnp.asarray(weights),
                                                   label_smoothing=smoothing)
             return total / count
         loss, grads = jax.value_and_grad(loss_fn)(params)

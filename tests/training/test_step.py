@@ -11,7 +11,7 @@ import pytest
 from stylebench_jax.kernels import cpu_attention
 from stylebench_jax.parallel import make_mesh
 from stylebench_jax.training.config import LossConfig, OptimConfig
-from stylebench_jax.training.losses import supcon
+from stylebench_jax.training.losses import supcon, weighted_cross_entropy
 from stylebench_jax.training.model import BiEncoder
 from stylebench_jax.training.step import (
     StepSpec,
@@ -100,6 +100,32 @@ def test_gathered_layout_pins_positives():
     assert float(count) == 2.0
     expected = -np.log(np.e / (np.e + 6.0))  # its positive at cosine 1, the six others at 0
     assert float(total) == pytest.approx(2 * expected, rel=1e-6)
+
+
+def _torch_cross_entropy(logits, labels, weights, eps):
+    """PyTorch's F.cross_entropy(weight=w, label_smoothing=eps) (mean), as its docs define it: the
+    smoothing term weights each class's log-probability by that class's weight; both terms are
+    divided by the summed weights of the targets."""
+    logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    denominator = weights[labels].sum()
+    nll = -(weights[labels] * logp[np.arange(len(labels)), labels]).sum() / denominator
+    smooth = -(logp * weights[None, :]).sum() / denominator
+    return (1 - eps) * nll + eps / logits.shape[-1] * smooth
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.05, 0.3])
+def test_weighted_cross_entropy_is_pytorchs(eps):
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(7, 2))
+    labels = rng.integers(0, 2, 7)
+    weights = np.array([0.75, 1.5])
+    valid = np.ones(7)
+    valid[3] = 0  # padding: as if the row were not there
+    keep = valid > 0
+    total, count = weighted_cross_entropy(jnp.asarray(logits), jnp.asarray(labels), jnp.asarray(valid),
+                                          class_weights=jnp.asarray(weights), label_smoothing=eps)
+    expected = _torch_cross_entropy(logits[keep], labels[keep], weights, eps)
+    assert float(total / count) == pytest.approx(expected, rel=1e-6)
 
 
 def test_no_positive_pair_gives_a_defined_loss():
