@@ -9,9 +9,11 @@ Per text (:func:`text_chunks`), with ``StyleSettings`` (the seed's inference def
   ``n`` of them, evenly spaced (``text.windows.cap_windows``). With ``num_chunks="auto"`` (default)
   ``n = min(max_chunks, ceil(max(tokens / max_tokens, sentences / chunk_size)))`` as the authors'
   ``inference_contrastive.style_similarity`` (``max_chunks`` = 8, their cap); an integer fixes ``n``.
-  Departure: the authors keep the *first* ``n`` windows; evenly spaced windows cover the whole text
-  (identical whenever a text has at most ``n + 1`` windows, e.g. every 600-900-word story of the
-  benchmark that needs 3 of 4 windows).
+  Departure: the authors keep the *first* ``n`` windows; we keep windows ``floor(i W / n)`` of the
+  ``W``, ``i < n``, spread over the text (identical whenever a text has at most ``n + 1`` windows,
+  e.g. every 600-900-word story of the benchmark that needs 3 of 4 windows). They do not cover all of
+  it: the last window is never among them, e.g. a 100-sentence text keeps 8 of its 10 windows
+  (0-3, 5-8) and sentences 94-99 are not scored, where the authors' first 8 leave out 84-99.
 
 Tokens are counted with the embedder's own tokenizer (special tokens included) when it has one, else
 as whitespace-separated words (baselines). Each chunk is embedded once by the embedder (through the

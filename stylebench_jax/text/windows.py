@@ -72,8 +72,9 @@ def sentence_windows(sentences: Sequence[str], size: int = WRITING7_SIZE, overla
 
 def cap_windows(windows: Sequence[Window], max_windows: int | None,
                 rng: np.random.Generator | None = None) -> list[Window]:
-    """At most ``max_windows`` of ``windows`` in their order: evenly spaced (``rng`` None) or a
-    uniform draw without replacement (``rng`` given). ``None`` keeps all."""
+    """At most ``max_windows`` of ``windows`` in their order: evenly spaced (``rng`` None: windows
+    ``floor(i W / k)`` of ``W``, ``i < k``, the first ``k`` when ``W = k + 1``; the last window is
+    never kept) or a uniform draw without replacement (``rng`` given). ``None`` keeps all."""
     if max_windows is None or len(windows) <= max_windows:
         return list(windows)
     if max_windows < 1:
