@@ -118,7 +118,8 @@ class TrainerConfig:
     embed_chunk: int | None = dataclasses.field(default=None, metadata=_pos)
     log_every: int = dataclasses.field(default=10, metadata=_pos)
     eval_every: int = dataclasses.field(default=100, metadata=_pos)
-    patience: int = dataclasses.field(default=3, metadata=_pos)  # evaluations without improvement
+    # evaluations without improvement (every eval_every steps); the seed's §4.4 counts 3 epochs
+    patience: int = dataclasses.field(default=3, metadata=_pos)
     keep_checkpoints: int = dataclasses.field(default=2, metadata=_pos)
     checkpoint_every: int | None = dataclasses.field(default=None, metadata=_pos)  # default: eval_every
 

@@ -100,7 +100,10 @@ def info_nce(queries: jax.Array, query_groups: jax.Array, query_index: jax.Array
 def distillation_kl(student_logits: jax.Array, teacher_logits: jax.Array, weights: jax.Array, *,
                     temperature: float = 4.0) -> tuple[jax.Array, jax.Array]:
     """Hinton et al. (2015) distillation: ``T^2 KL(softmax(teacher/T) || softmax(student/T))`` per
-    item. Returns ``(sum_i w_i KL_i, sum_i w_i)``."""
+    item. Returns ``(sum_i w_i KL_i, sum_i w_i)``. The ``T^2`` factor (keeps the soft targets'
+    gradients at the hard loss's scale) is Hinton's, not in the seed's §4.3 ("beta = 0.1 KL, tau = 4"):
+    the KL's effective weight is ``beta T^2 = 1.6``. The student logits are the classifier's training
+    logits (ArcFace's with its margin on the target class)."""
     t = temperature
     p_teacher = jax.nn.softmax(teacher_logits.astype(jnp.float32) / t, axis=-1)
     log_student = jax.nn.log_softmax(student_logits.astype(jnp.float32) / t, axis=-1)

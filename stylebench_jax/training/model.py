@@ -55,7 +55,8 @@ def pair_features(h1: jax.Array, h2: jax.Array, f1: jax.Array | None, f2: jax.Ar
 
 
 class ArcFace(nn.Module):
-    """``x [B, F]`` -> logits ``[B, 2]``: projection to ``width``, cosine with class centres."""
+    """``x [B, F]`` -> logits ``[B, 2]``: projection to ``width``, cosine with class centres. No
+    dropout of its own (the MLP head has it; the seed's §4.4 puts 0.1 in the classification heads)."""
 
     width: int
     margin: float = 0.2

@@ -129,7 +129,8 @@ def anchor_rows(n_local: int, n_data: int, device: jax.Array) -> jax.Array:
 
 def grl_weight(loss: LossConfig, step: jax.Array, total_steps: int) -> jax.Array:
     """Adversary weight: ramps linearly from 0 to ``adversary_weight`` over the first
-    ``adversary_warmup`` of the steps, then constant (seed 003 §4.2)."""
+    ``adversary_warmup`` of the steps, then constant (seed 003 §4.2; the seed calls the scale
+    learnable, here it is this fixed schedule)."""
     ramp = max(loss.adversary_warmup * total_steps, 1.0)
     return loss.adversary_weight * jnp.minimum(step.astype(jnp.float32) / ramp, 1.0)
 

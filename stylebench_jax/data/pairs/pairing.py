@@ -15,7 +15,8 @@ drawn uniformly (first chunk, then second) and kept when admissible and not draw
 
 The authors draw the kind of each negative at random with these weights (``rng.choices``); we fix
 the counts so every book gets exactly the same mix. Their optional third tier (same-author books as
-extra-hard negatives) and model-mined negatives are not built; with ``same_author_negatives:
+extra-hard negatives), model-mined negatives and the seed's optional topic-biased negatives (§3.3;
+§3.5's balance across topic categories) are not built; with ``same_author_negatives:
 false`` books of ``b``'s author are removed from both candidate lists (author-level training). In
 each negative the first chunk is uniform over ``b``'s chunks and the second over the other book's;
 repeated (chunk, book, chunk) draws are redrawn (at most ``20 * n`` draws).
