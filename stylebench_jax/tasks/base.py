@@ -64,7 +64,12 @@ class TextScorer:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """``[N, D]`` float32, L2-normalised rows (zero rows stay zero)."""
-        vectors = self.embed_raw(texts)
+        return self.unit_rows(self.embed_raw(texts))
+
+    @staticmethod
+    def unit_rows(vectors: np.ndarray) -> np.ndarray:
+        """``vectors [N, D]`` with L2-normalised rows (zero rows stay zero): :meth:`embed` of vectors
+        already obtained with :meth:`embed_raw` (a protocol that needs both embeds once)."""
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms > 0, norms, 1.0)
 

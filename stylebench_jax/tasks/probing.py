@@ -306,8 +306,8 @@ def evaluate_probing(scorer: TextScorer, texts: Sequence[str], *, features: np.n
     computed here with spaCy (``nlp``) when omitted. Needs vectors: raises ``NotApplicable`` for
     similarity-only scorers. Skipped features are logged with their reason.
     """
-    embeddings = scorer.embed(texts)
-    raw = scorer.embed_raw(texts) if "steb" in protocols else None  # STEB probes the outputs as they are
+    raw = scorer.embed_raw(texts)  # STEB probes the outputs as they are, ours their unit rows
+    embeddings = scorer.unit_rows(raw)
     if features is None:
         from stylebench_jax.text.features import linguistic_features
 
