@@ -30,11 +30,14 @@ Definitional score (STEB §3.3, Tab. 9 and 13, after Wegmann et al. 2026): units
 or *content independence* (``DEFINITIONAL_GROUPS``, our datasets mapped as STEB maps the same or
 equivalent corpora). Probing units are linguistic features; order-alignment units contribute their
 ``accuracy_steb`` to their dataset's group and their ``distractor_accuracy_steb`` to content
-independence (STEB's "Order Alignment†"). Other units contribute their operational metric. A group's value is
-the mean over its datasets of the mean over that dataset's units; object of study is the mean of
-its available sub-groups (we have no dialect dataset); the overall value is the mean of the three
-groups. Units with no group (e.g. the M4 human-vs-machine sample, which STEB's Tab. 13 omits) are
-listed in ``unassigned``.
+independence (STEB's "Order Alignment†"). Other units contribute their operational metric. A group's
+value is the mean over its datasets of the mean over that dataset's units (STEB's
+``scripts/benchmark_clustering/manual_cluster.py`` builds per group a table of task columns, each the
+mean over the group's datasets that have that task; how the paper's Tab. 9 combines those columns is
+not in its code, so the order differs from ours when a group's datasets have different tasks);
+object of study is the mean of its available sub-groups (we have no dialect dataset); the overall
+value is the mean of the three groups. Units with no group (e.g. the M4 human-vs-machine sample,
+which STEB's Tab. 13 omits) are listed in ``unassigned``.
 """
 
 from __future__ import annotations
