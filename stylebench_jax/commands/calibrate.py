@@ -148,17 +148,13 @@ def run(args: argparse.Namespace) -> int:
     if source is None:
         raise UserInputError("--pairs: give a prepare-pairs directory or a .jsonl of labelled pairs (only a "
                              "training run brings its own)")
-    fit = load_calibration_pairs(source, args.split).subsample(args.max_pairs, args.seed)
-    _check_fit_pairs(fit, args)
+    fit = _draw(load_calibration_pairs(source, args.split), args, args.split, "calibration")
+    _check_folds(fit, args)
     eval_split = _eval_split(args, Path(source))
     evaluations = {}
     if eval_split:
-        held_out = load_calibration_pairs(source, eval_split).subsample(args.max_pairs, args.seed)
-        if args.max_pairs is not None and int(held_out.labels.sum()) in (0, len(held_out)):
-            raise UserInputError(f"--max-pairs {args.max_pairs}: the seeded draw (--seed {args.seed}) of "
-                                 f"{held_out.source}'s {eval_split!r} pairs has one label only; evaluation "
-                                 "needs both: raise --max-pairs or change --seed")
-        evaluations[eval_split] = held_out
+        evaluations[eval_split] = _draw(load_calibration_pairs(source, eval_split), args, eval_split,
+                                        "evaluation")
     options = CalibrateOptions(method=args.method, cv_metric=args.cv_metric, n_splits=args.n_splits,
                                group_by=args.group_by, seed=args.seed, threshold_metric=args.threshold_metric,
                                min_accuracy=args.min_accuracy, min_recall=args.min_recall)
@@ -231,16 +227,22 @@ def _check_unit(value: float | None, flag: str) -> None:
         raise UserInputError(f"{flag}: expected a number in [0, 1], found {value:g}")
 
 
-def _check_fit_pairs(fit, args) -> None:
-    """Before any embedding: the fitting pairs (after --max-pairs) hold both labels and enough pairs
-    for --n-splits folds (``calibration.similarity.fold_problem``)."""
+def _draw(pairs, args, split: str, use: str):
+    """The ``--max-pairs`` draw of ``pairs`` (before any embedding); a draw of one label only is
+    refused (``use`` needs both; the pairs themselves hold both: ``load_calibration_pairs``)."""
+    drawn = pairs.subsample(args.max_pairs, args.seed)
+    if drawn is not pairs and int(drawn.labels.sum()) in (0, len(drawn)):
+        raise UserInputError(f"--max-pairs {args.max_pairs}: the seeded draw (--seed {args.seed}) of "
+                             f"{pairs.source}'s {split!r} pairs has one label only; {use} needs both: "
+                             "raise --max-pairs or change --seed")
+    return drawn
+
+
+def _check_folds(fit, args) -> None:
+    """Before any embedding: enough fitting pairs for --n-splits folds
+    (``calibration.similarity.fold_problem``)."""
     from stylebench_jax.calibration.similarity import fold_problem
 
-    n_positive = int(fit.labels.sum())
-    if args.max_pairs is not None and n_positive in (0, len(fit)):
-        raise UserInputError(f"--max-pairs {args.max_pairs}: the seeded draw (--seed {args.seed}) of "
-                             f"{fit.source} has only label-{int(fit.labels[0])} pairs; calibration needs "
-                             "both labels: raise --max-pairs or change --seed")
     groups = fit.groups(args.group_by)
     problem = fold_problem(fit.labels, groups, args.n_splits, group_word=f"{args.group_by}s")
     if problem:

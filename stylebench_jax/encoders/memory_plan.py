@@ -173,9 +173,9 @@ def plan_memory(model_dir: str | Path, mesh: Mesh, *, batch_size: int = 64, max_
     cls = embedder_class(model_dir)
     cls.check_options(dtype=dtype, batch_size=batch_size, max_length=max_length)
     config = cls.config_class.from_json(model_dir / "config.json")
-    # the embedder's own default (sentence-transformers' max_seq_length first: 256 for MiniLM) and range
-    max_length = (max_length or sentence_transformers_defaults(model_dir, cls.pooling_modes).get("max_length")
-                  or cls.default_max_length(config))
+    # the embedder's own choice (sentence-transformers' max_seq_length first: 256 for MiniLM) and range
+    max_length = cls.chosen_max_length(config, sentence_transformers_defaults(model_dir, cls.pooling_modes),
+                                       max_length)
     if max_length > config.max_tokens:
         raise InvalidOption("max_length", f"expected at most {config.max_tokens} tokens for {name}, "
                                           f"got {max_length}")

@@ -230,7 +230,7 @@ class FlaxEncoderEmbedder:
             limit = self.steb_max_length()
             max_length = limit if max_length is None else min(max_length, limit)
         prompt = defaults.get("prompt", "") if prompt is None else prompt
-        max_length = max_length or defaults.get("max_length") or self.default_max_length(self.config)
+        max_length = self.chosen_max_length(self.config, defaults, max_length)
         reserved = self.tokenizer.n_special + (len(self.tokenizer.content_ids([prompt])[0]) if prompt else 0)
         if not reserved < max_length <= self.config.max_tokens:
             taken = f" (special tokens and prompt take {reserved})" if prompt else ""
@@ -267,6 +267,12 @@ class FlaxEncoderEmbedder:
         if limit is None or limit > _HF_VERY_LARGE:
             limit = self.config.max_position_embeddings
         return min(int(limit), self.config.max_tokens)
+
+    @classmethod
+    def chosen_max_length(cls, config, defaults: dict, max_length: int | None) -> int:
+        """The token budget an embedder uses: the option, else sentence-transformers' ``max_seq_length``
+        (``defaults``), else the family's default (the memory plan asks the same)."""
+        return max_length or defaults.get("max_length") or cls.default_max_length(config)
 
     # ----------------------------------------------------------------- family hooks
     @staticmethod

@@ -28,7 +28,7 @@ from stylebench_jax.metrics.classification import _check_binary, equal_error_rat
 EER_METHODS = ("threshold", "roc")
 
 
-def _far_frr_points(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray):
+def _threshold_counts(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray):
     """Weighted counts at every distinct score (ascending) and at +inf: ``neg_at_or_above [b, T + 1]``
     (FAR's numerator), ``pos_below [b, T + 1]`` (FRR's numerator), ``neg_total [b, 1]``,
     ``pos_total [b, 1]``."""
@@ -60,7 +60,7 @@ def eer_threshold_batch(scores, labels, weights) -> np.ndarray:
     weights = np.atleast_2d(np.asarray(weights, dtype=np.float64))
     if weights.shape[1] != scores.size or labels.shape != scores.shape:
         raise ValueError(f"weights {weights.shape} do not match {scores.size} scores")
-    neg_ge, pos_below, neg_total, pos_total = _far_frr_points(scores, labels, weights)
+    neg_ge, pos_below, neg_total, pos_total = _threshold_counts(scores, labels, weights)
     valid = (pos_total[:, 0] > 0) & (neg_total[:, 0] > 0)
     cross = np.abs(neg_ge * pos_total - pos_below * neg_total)
     best = np.argmin(cross, axis=1)[:, None]   # first = smallest threshold
