@@ -48,7 +48,8 @@ def register(subparsers) -> None:
         description="Embed every text of a .txt (one per line) or .jsonl file; write float32 [N, D].",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm",
-                        help="'minilm', 'baseline:<name>' or a local model directory (default: minilm)")
+                        help="'minilm', 'baseline:<name>', a local model directory or a `stylebench "
+                             "train` run (its export/) (default: minilm)")
     parser.add_argument("--input", type=Path,
                         help=".txt or .jsonl file of texts (required unless --plan-only)")
     parser.add_argument("--output", type=Path, help="output .npy path (required unless --plan-only)")

@@ -46,7 +46,8 @@ Long texts: --long-text and --max-length set how neural models embed texts over 
 STEB's). They are part of each neural model's identity, so a cell computed with other settings is
 recomputed, never reused; run_info.json records them.
 
-Models: 'minilm', a local model directory, or 'baseline:<name>' (e.g. baseline:char3gram,
+Models: 'minilm', a local model directory, a `stylebench train` run (its export/), or
+'baseline:<name>' (e.g. baseline:char3gram,
 baseline:punctuation, baseline:word_length, baseline:uppercase, baseline:levenshtein,
 baseline:function_words, baseline:tfidf, baseline:stylometric).
 
