@@ -180,7 +180,7 @@ ffi::Error check(const ffi::Buffer<ffi::F32>& q, std::initializer_list<const ffi
   for (auto* x : same)
     if (x->element_count() != q.element_count())
       return ffi::Error::InvalidArgument("cpu_attention: k, v (and out, d_out) must have q's shape");
-  if (bias.element_count() != dims->B * dims->L)
+  if (static_cast<int64_t>(bias.element_count()) != dims->B * dims->L)
     return ffi::Error::InvalidArgument("cpu_attention: bias must be [B, 1, 1, L]");
   return ffi::Error::Success();
 }
@@ -247,7 +247,7 @@ ffi::Error AttentionBackward(ffi::ThreadPool pool, float scale, int64_t sequence
                              ffi::ResultBuffer<ffi::F32> dv, ffi::ResultBuffer<ffi::F32> dbias) {
   Dims n;
   if (auto error = check(q, {&k, &v, &out, &dout}, bias, sequence_major, &n); error.failure()) return error;
-  if (stats.element_count() != 2 * n.B * n.H * n.L)
+  if (static_cast<int64_t>(stats.element_count()) != 2 * n.B * n.H * n.L)
     return ffi::Error::InvalidArgument("cpu_attention: stats must be [B, heads, 2, L]");
   Drop drop;
   if (auto error = read_drop(seed, threshold, &drop); error.failure()) return error;

@@ -181,8 +181,9 @@ ffi::Error TopkScan(ffi::ThreadPool pool, int64_t flags, int64_t n_rows, int64_t
   const auto qd = queries.dimensions();
   if (qd.size() != 2) return ffi::Error::InvalidArgument("cpu_topk: queries must be [Q, D]");
   const int64_t Q = qd[0], D = qd[1];
-  const int64_t K = Q ? keys.element_count() / Q : 0;
-  if (Q == 0 || D == 0 || K == 0 || keys.element_count() != Q * K || idx.element_count() != Q * K)
+  const int64_t n_keys = static_cast<int64_t>(keys.element_count());
+  const int64_t K = Q ? n_keys / Q : 0;
+  if (Q == 0 || D == 0 || K == 0 || n_keys != Q * K || static_cast<int64_t>(idx.element_count()) != Q * K)
     return ffi::Error::InvalidArgument("cpu_topk: keys and idx must be [1, Q, K] with K >= 1");
   if (info.element_count() != 4) return ffi::Error::InvalidArgument("cpu_topk: info must be i32[4]");
   if (block < 1) return ffi::Error::InvalidArgument("cpu_topk: block must be >= 1");
