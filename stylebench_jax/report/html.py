@@ -21,17 +21,22 @@ import numpy as np
 from stylebench_jax.report import plots
 from stylebench_jax.report.markdown import VARIANTS_INTRO, ScoreTable
 from stylebench_jax.report.tables import (
+    BREAKDOWNS_INTRO,
+    SCORES_NOTE,
     TaskTable,
     VariantTable,
+    breakdown_tables,
     column_n,
     format_pair,
     format_value,
     group_skipped,
+    protocol_note,
     report_tables,
     task_tables,
     task_title,
     variant_tables,
 )
+from stylebench_jax.tasks.registry import LOWER_IS_BETTER
 
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto; max-width: 1200px;
@@ -50,13 +55,18 @@ td.wrap { white-space: normal; text-align: left; }
                             white-space: normal; }
 .note { color: #555; font-size: 0.9em; margin: 0.3em 0; }
 nav { font-size: 0.9em; margin: 0.5em 0 1em; }
-img { max-width: 100%; display: block; margin: 0.5em 0; }
+img { max-width: 100%; height: auto; display: block; margin: 0.5em 0; }
 h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 1.6em; }
 details { margin: 0.5em 0; }
 summary { cursor: pointer; color: #333; font-size: 0.9em; }
 details > ul, details > div { font-size: 0.85em; color: #444; }
 details li { margin: 0.15em 0; overflow-wrap: anywhere; }
 """
+
+
+HEATMAP_NOTE = ("Colours compare models within a row: chance differs between metrics (e.g. 0.5 for AUROC "
+                "and STEL's two-way choice, 0 for V-measure, about 1/k for a k-class probe), so equal "
+                "colours in different tasks are not equally good.")
 
 
 def _e(text: Any) -> str:
@@ -144,22 +154,28 @@ def _overview_heatmap(tables: Sequence[TaskTable]) -> bytes | None:
     if not models or not units:
         return None
     values = np.full((len(units), len(models)), np.nan)
+    not_run = np.ones(values.shape, dtype=bool)
     for i, (table, column) in enumerate(units):
         for j, model in enumerate(models):
             cell = table.cells.get((model, column))
             if cell is not None:
-                values[i, j] = cell.value
+                values[i, j], not_run[i, j] = cell.value, False
     groups = [(f"{task_title(t.task)} ({t.metric})", len(t.columns)) for t in tables]
-    return plots.heatmap([c for _, c in units], models, values, "primary metric per dataset (— = not run)",
-                         groups=groups)
+    reversed_rows = [t.metric in LOWER_IS_BETTER for t, _ in units]
+    flipped = sorted({t.metric for t, _ in units if t.metric in LOWER_IS_BETTER})
+    label = "colour: the value" + (f" ({', '.join(flipped)}: 1 − value)" if flipped else "") + \
+        "; brighter = better"
+    return plots.heatmap([c for _, c in units], models, values,
+                         "primary metric per dataset (— = not run, n/a = undefined)", groups=groups,
+                         not_run=not_run, reversed_rows=reversed_rows, colour_label=label)
 
 
-def _task_charts(table: TaskTable) -> list[str]:
+def _task_charts(table: TaskTable, colours: dict[str, tuple]) -> list[str]:
     charts = plots.chart_groups(table.columns, len(table.models))
     out = []
     for i, columns in enumerate(charts):
         part = f" ({i + 1}/{len(charts)})" if len(charts) > 1 else ""
-        png = plots.bar_chart(table, columns, part)
+        png = plots.bar_chart(table, columns, part, colours)
         out.append(_img(png, f"{table.task} {table.metric} bar chart{part}"))
     return out
 
@@ -198,25 +214,30 @@ def render_html(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]
                 scores: Sequence[ScoreTable], *, title: str, description: Sequence[str] = ()) -> str:
     """The whole page as one string (plots drawn now, embedded as base64 PNG)."""
     tables = report_tables(rows)
-    body = [f"<h1>{_e(title)}</h1>"] + [f'<p class="note">{_e(line)}</p>' for line in description if line]
+    colours = plots.model_colours(r["model"] for r in rows)
+    body = [f"<h1>{_e(title)}</h1>"] + [f'<p class="note">{_e(line)}</p>'
+                                         for line in [*description, protocol_note(rows)] if line]
     links = ([("scores", "Aggregate scores")] if scores else []) + [("overview", "Overview")]
     links += [(_anchor(t), f"{task_title(t.task)} — {t.metric}") for t in tables]
-    variants = variant_tables(rows)
+    variants, breakdowns = variant_tables(rows), breakdown_tables(rows)
     links += [("variants", "Ours vs STEB's")] if variants else []
+    links += [("breakdowns", "Breakdowns")] if breakdowns else []
     links += ([("skipped", "Not applicable")] if skipped else []) + [("all", "All metrics")]
     body.append("<nav>" + " · ".join(f'<a href="#{a}">{_e(text)}</a>' for a, text in links) + "</nav>")
     body.append('<p class="note">Cells show the primary metric with its 95% bootstrap confidence interval '
-                "(instances resampled); bold/green = best model in the row; — = not run.</p>")
+                "(instances resampled); bold/green = best model in the row; — = not run; "
+                "n/a = undefined.</p>")
     if scores:
-        body.append('<h2 id="scores">Aggregate scores</h2>')
+        body += ['<h2 id="scores">Aggregate scores</h2>', f'<p class="note">{_e(SCORES_NOTE)}</p>']
         body += [_score_html(score) for score in scores]
     overview = _overview_heatmap(task_tables(rows))
     body.append('<h2 id="overview">Overview</h2>')
     if overview is not None:
-        body.append(_img(overview, "heatmap of primary metrics, datasets x models"))
+        body += [_img(overview, "heatmap of primary metrics, datasets x models"),
+                 f'<p class="note">{_e(HEATMAP_NOTE)}</p>']
     for table in tables:
         body.append(f'<h2 id="{_anchor(table)}">{_e(task_title(table.task))} — {_e(table.metric)}</h2>')
-        body += _task_charts(table)
+        body += _task_charts(table, colours)
         body.append(_task_table_html(table))
     if variants:
         body += ['<h2 id="variants">Our protocols vs STEB\'s</h2>',
@@ -225,6 +246,11 @@ def render_html(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]
             heading = f"{task_title(table.task)} — {table.ours} (ours) / {table.steb} (STEB)"
             body += [f"<h3>{_e(heading)}</h3>", f'<p class="note">{_e(table.why)}</p>',
                      _variant_table_html(table)]
+    if breakdowns:
+        body += ['<h2 id="breakdowns">Breakdowns</h2>', f'<p class="note">{_e(BREAKDOWNS_INTRO)}</p>']
+        for table in breakdowns:
+            body += [f"<h3>{_e(task_title(table.task))} — {_e(table.metric)} by stratum</h3>",
+                     _task_table_html(table)]
     if skipped:
         body += ['<h2 id="skipped">Not applicable</h2>', _skipped_html(skipped)]
     body.append(f'<h2 id="all">All metrics</h2><details><summary>{len(rows)} rows, as in results.jsonl: '

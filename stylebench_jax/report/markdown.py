@@ -5,11 +5,15 @@ task combinations that could not run) sit in collapsible ``<details>`` blocks.""
 from __future__ import annotations
 
 import dataclasses
+import html
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from stylebench_jax.report.tables import (
+    BREAKDOWNS_INTRO,
+    SCORES_NOTE,
     TaskTable,
     VariantTable,
     breakdown_tables,
@@ -18,6 +22,7 @@ from stylebench_jax.report.tables import (
     format_pair,
     format_value,
     group_skipped,
+    protocol_note,
     report_tables,
     task_title,
     variant_tables,
@@ -56,8 +61,15 @@ class ScoreTable:
         return sorted(self.values, key=key)
 
 
+def _text(text: str) -> str:
+    """``text`` for a Markdown line: ``<``/``>`` would start an HTML tag (a model called ``<tfidf>``
+    would vanish on GitHub), so they are backslash-escaped."""
+    return re.sub(r"([<>])", r"\\\1", str(text))
+
+
 def _escape(text: str) -> str:
-    return str(text).replace("|", "\\|")
+    """``text`` for a Markdown table cell: as ``_text``, and ``|`` (it would end the cell)."""
+    return _text(text).replace("|", "\\|")
 
 
 def task_table_markdown(table: TaskTable) -> str:
@@ -85,14 +97,16 @@ def variant_table_markdown(table: VariantTable) -> str:
 
 
 def _details_markdown(summary: str, lines: Sequence[str]) -> list[str]:
-    return ["<details><summary>" + _escape(summary) + "</summary>", ""] + [f"- {line}" for line in lines] + \
+    # the summary sits in an HTML block, where Markdown's backslash escapes are not read
+    return ["<details><summary>" + html.escape(summary) + "</summary>", ""] + \
+        [f"- {_text(line)}" for line in lines] + \
         ["", "</details>"]
 
 
 def score_table_markdown(score: ScoreTable) -> str:
-    lines = [f"### {score.title}", ""]
+    lines = [f"### {_text(score.title)}", ""]
     if not score.available:
-        lines += [f"Not computed: {note}" for note in score.notes] or ["Not computed."]
+        lines += [f"Not computed: {_text(note)}" for note in score.notes] or ["Not computed."]
         return "\n".join(lines)
     lines.append("| model | " + " | ".join(_escape(c) for c in score.columns) + " |")
     lines.append("|---|" + "---|" * len(score.columns))
@@ -102,7 +116,7 @@ def score_table_markdown(score: ScoreTable) -> str:
         lines.append(f"| {_escape(model)} | " + " | ".join(cells) + " |")
     if score.notes:
         lines.append("")
-        lines += [f"- {note}" for note in score.notes]
+        lines += [f"- {_text(note)}" for note in score.notes]
     for summary, items in score.details:
         lines += [""] + _details_markdown(summary, items)
     return "\n".join(lines)
@@ -111,12 +125,14 @@ def score_table_markdown(score: ScoreTable) -> str:
 def render_leaderboard(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]],
                        scores: Sequence[ScoreTable], *, title: str, description: Sequence[str] = ()) -> str:
     """The whole Markdown document. Best value per row in bold; ``—`` = not run."""
-    parts = [f"# {title}", ""]
-    parts += list(description)
-    parts += ["", "Cells: primary metric, 95% bootstrap confidence interval in brackets "
-              "(instances resampled). Bold = best model in the row; n = instances.", ""]
+    parts = [f"# {_text(title)}", ""]
+    for line in [*description, protocol_note(rows)]:
+        parts += [_text(line), ""] if line else []
+    parts += ["Cells: primary metric, 95% bootstrap confidence interval in brackets "
+              "(instances resampled). Bold = best model in the row; n = instances; — = not run; "
+              "n/a = undefined.", ""]
     if scores:
-        parts += ["## Aggregate scores", ""]
+        parts += ["## Aggregate scores", "", SCORES_NOTE, ""]
         for score in scores:
             parts += [score_table_markdown(score), ""]
     for table in report_tables(rows):
@@ -129,9 +145,7 @@ def render_leaderboard(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[st
                       table.why, "", variant_table_markdown(table), ""]
     breakdowns = breakdown_tables(rows)
     if breakdowns:
-        parts += ["## Breakdowns", "", "The same metrics per stratum (language, genre with blog and "
-                  "social_media macro-averaged over subgenres, length bucket, topic-selected pool); "
-                  "n = queries.", ""]
+        parts += ["## Breakdowns", "", BREAKDOWNS_INTRO, ""]
         for table in breakdowns:
             parts += [f"### {task_title(table.task)} — {table.metric} by stratum", "",
                       task_table_markdown(table), ""]

@@ -26,6 +26,19 @@ def task_title(task: str) -> str:
     return TASK_TITLES.get(task, task)
 
 
+def protocol_note(rows: Sequence[dict[str, Any]]) -> str:
+    """One sentence naming the papers whose protocols the rows' tasks follow (``""`` when none)."""
+    used = {registry.TASKS[r["task"]].protocol for r in rows if r["task"] in registry.TASKS}
+    cited = [citation for name, citation in registry.PROTOCOLS.items() if name in used]
+    return "Protocols: " + "; ".join(cited) + "." if cited else ""
+
+
+SCORES_NOTE = ("Aggregate scores are means of the point estimates in the tables below; they carry no "
+               "interval.")
+BREAKDOWNS_INTRO = ("The same metrics per stratum (language, genre with blog and social_media "
+                    "macro-averaged over subgenres, length bucket, topic-selected pool); n = queries.")
+
+
 def ordered_tasks(tasks: Iterable[str]) -> list[str]:
     """Known tasks in protocol order, unknown ones after them alphabetically."""
     tasks = set(tasks)

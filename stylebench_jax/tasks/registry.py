@@ -79,12 +79,22 @@ class TaskSpec:
     secondary_metrics: tuple[str, ...] = ()
     lower_is_better: tuple[str, ...] = ()  # metrics (of the above) where smaller values are better
     variants: tuple[Variant, ...] = ()
+    protocol: str = "STEB"  # the paper whose protocol the primary metric follows (a PROTOCOLS key)
 
     def run(self) -> Callable:
         """The runner function (imported now)."""
         module, _, function = self.runner.partition(":")
         return getattr(importlib.import_module(module), function)
 
+
+# The papers behind the task rows, as the reports cite them.
+PROTOCOLS = {
+    "STEB": "STEB: Style Text Embedding Benchmark (Rivera Soto, Wegmann and Aggazzotti)",
+    "STEL": "Does It Capture STEL? A Modular, Similarity-based Linguistic Style Evaluation Framework "
+            "(Wegmann and Nguyen, EMNLP 2021)",
+    "AuthBench": "AuthBench: A Large-Scale Multilingual Benchmark for Authorship Representation across "
+                 "Genres and Lengths (anonymous ACL submission)",
+}
 
 _ORDER_WHY = ("STEB aligns each unordered pair of groups once, clips cosines at 0 and solves the Hungarian "
               "assignment with the targets in their true order, crediting each position; the solver breaks "
@@ -112,7 +122,7 @@ _ROWS = (
     # dataset, data.stel.steb_stel_lists), so the quadruples are not part of STEB's scores.
     TaskSpec("order_quad", "Order alignment (STEL quadruples)", "order_alignment", "accuracy",
              None, StelSet, "stylebench_jax.tasks.order_alignment:run_stel",
-             secondary_metrics=("distractor_accuracy",)),
+             secondary_metrics=("distractor_accuracy",), protocol="STEL"),
     TaskSpec("order_list", "Order alignment (ordered lists)", "order_alignment", "accuracy",
              "distractor_accuracy_steb", OrderedLists,
              "stylebench_jax.tasks.order_alignment:run_ordered_lists",
@@ -131,10 +141,11 @@ _ROWS = (
     # not part of STEB's operational score. MRR@100 is reported as an extra, not an AuthBench metric.
     TaskSpec("attribution", "Authorship attribution (AuthBench)", "attribution", "success@5", None,
              AuthorshipSet, "stylebench_jax.tasks.attribution:run_attribution",
-             secondary_metrics=("recall@5", "ndcg@5", "mrr@100")),
+             secondary_metrics=("recall@5", "ndcg@5", "mrr@100"), protocol="AuthBench"),
     TaskSpec("verification", "Authorship verification (AuthBench EER)", "verification", "eer", None,
              AuthorshipSet, "stylebench_jax.tasks.verification:run_verification",
-             secondary_metrics=("eer_roc", "auroc"), lower_is_better=("eer", "eer_roc")),
+             secondary_metrics=("eer_roc", "auroc"), lower_is_better=("eer", "eer_roc"),
+             protocol="AuthBench"),
 )
 
 TASKS: dict[str, TaskSpec] = {row.name: row for row in _ROWS}

@@ -23,3 +23,15 @@ def test_breakdown_tables_and_markdown():
     assert "### Authorship attribution (AuthBench) — success@5 by stratum" in text
     line = next(li for li in text.splitlines() if li.startswith("| length=short |"))
     assert line.endswith("| 20 |")  # the stratum's query count
+
+
+def test_html_report_has_the_breakdowns_too():
+    from stylebench_jax.report.html import render_html
+
+    rows = [row("m1", "success@5", 0.5, 30, True), row("m1", "success@5|length=short", 0.2, 20),
+            row("m2", "success@5|length=short", 0.3, 20)]
+    page = render_html(rows, [], [], title="t")
+    assert '<a href="#breakdowns">Breakdowns</a>' in page
+    section = page[page.index('<h2 id="breakdowns">'):]
+    assert "Authorship attribution (AuthBench) — success@5 by stratum" in section
+    assert "<td>length=short</td>" in section and "0.300" in section

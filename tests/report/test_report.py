@@ -258,3 +258,16 @@ def test_ours_and_stebs_variants_side_by_side(tmp_path):
     assert "clips cosines at 0" in markdown  # the task row's reason
     page = html_path.read_text()
     assert 'id="variants"' in page and "0.568 / 0.691" in page and "0.200 / —" in page
+
+
+def test_markdown_escapes_names_and_cites_the_protocols(tmp_path):
+    rows = [row("<tfidf>", "a|b", "s", "clustering", "v_measure", 0.5, 0.4, 0.6, 10)]
+    paths = write_report(tmp_path, rows, [], [], title="run <1>", description=["one", "two"])
+    markdown = paths[0].read_text()
+    assert "# run \\<1\\>" in markdown and "| dataset | \\<tfidf\\> | n |" in markdown
+    assert "| a\\|b |" in markdown
+    assert "one\n\ntwo\n\n" in markdown  # separate paragraphs, not one
+    assert "Protocols: STEB: Style Text Embedding Benchmark" in markdown and "STEL?" not in markdown
+    cited = write_report(tmp_path, ROWS, [], [], title="t")
+    for text in (cited[0].read_text(), cited[1].read_text()):
+        assert "STEB: Style Text Embedding Benchmark" in text and "Does It Capture STEL?" in text

@@ -66,3 +66,10 @@ def test_run_task_calls_the_rows_runner():
     with pytest.raises(ValueError, match="takes a LabelledTexts payload"):
         registry.run_task("clustering", TextScorer(Chars()), Texts(["a"]), seed=0, n_boot=20,
                           context=TaskContext())
+
+
+def test_every_task_names_a_cited_protocol():
+    from stylebench_jax.tasks.registry import PROTOCOLS, TASKS
+
+    assert {spec.protocol for spec in TASKS.values()} == set(PROTOCOLS)
+    assert TASKS["order_quad"].protocol == "STEL" and TASKS["verification"].protocol == "AuthBench"
