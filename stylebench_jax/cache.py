@@ -7,11 +7,14 @@ Layout under the cache root (``--cache-dir``, ``$STYLEBENCH_CACHE`` or ``~/.cach
     <root>/<space>/<shard>.keys.npy       [n, 32] uint8: SHA-256 of each text's UTF-8 bytes
 
 ``space`` is the SHA-256 of the embedder ``identity`` (which covers the weights digest, the
-tokenizer, pooling, normalisation, max length, long-text policy, sentence splitter and dtype) and
-of the embedding code (a digest of ``encoders/`` and ``text/``: a fixed encoder or chunker must
-not be served vectors its old version computed), so the key of a vector is (identity, code,
-text). Each ``embed`` call that computes new vectors writes one shard: vectors first, keys last,
-each by write-to-temp + rename. A shard counts only when its keys
+architecture read from ``config.json``, the tokenizer, pooling, normalisation, max length,
+long-text policy, sentence splitter and dtype) and of the embedding code (``EMBEDDING_CODE``:
+``encoders/``, ``text/`` and the CPU attention kernel's Python and C++ sources: a fixed encoder,
+kernel or chunker must not be served vectors its old version computed), so the key of a vector is
+(identity, code, text). ``embed`` computes the missing texts in blocks of at most ``STORE_EVERY``
+and writes one shard per block as soon as it is done (a killed run keeps the blocks it finished,
+so the same command resumes): vectors first, keys last, each by write-to-temp + rename. A shard
+counts only when its keys
 file exists and matches its vectors file, so a run killed at any point leaves either a complete
 shard or ignorable leftovers (removed by ``clean``; orphaned temporaries also when the space is
 next opened).
@@ -42,9 +45,11 @@ import numpy as np
 from stylebench_jax.encoders.base import Embedder
 from stylebench_jax.fileio import atomic_open, remove_orphans, save_npy_atomic
 from stylebench_jax.parallel import distributed
+from stylebench_jax.runtime import XLA_CACHE_DIR
 from stylebench_jax.sources import source_digest
 
 KEY_BYTES = 32
+STORE_EVERY = 16384  # new texts embedded per stored shard: what a killed run loses at most (~4 min, CPU)
 INCOMPLETE_GRACE = 600  # seconds an incomplete shard is left to its writer by ``clean``
 _SPACE_NAME = re.compile(r"[0-9a-f]{32}")
 
@@ -62,9 +67,16 @@ def text_keys(texts: Sequence[str]) -> np.ndarray:
     return keys
 
 
+# The code that turns texts into vectors: the encoders, text handling, and the CPU attention kernel
+# that BERT-family encoders run on CPU (its C++ sources included).
+EMBEDDING_CODE = ("encoders", "text", "kernels/native.py", "kernels/cpu_attention.py",
+                  "kernels/cpu_attention.cc", "kernels/cpu_attention_units.h", "kernels/native_isa.h",
+                  "kernels/native_pool.h")
+
+
 def space_label(embedder: Embedder) -> str:
     """What a cache space belongs to: the embedder identity plus the embedding code's digest."""
-    return f"{embedder.identity} code={source_digest('encoders', 'text')}"
+    return f"{embedder.identity} code={source_digest(*EMBEDDING_CODE)}"
 
 
 def _shard_complete(vectors_path: Path, keys_path: Path) -> bool:
@@ -175,21 +187,29 @@ class EmbeddingCache:
         self.hits += int(found.sum())
         self.misses += len(missing)
         if missing:
-            computed = np.asarray(embedder.embed(missing), dtype=np.float32)
-            if computed.shape != (len(missing), embedder.dim):
-                raise RuntimeError(f"{embedder.name} returned shape {computed.shape}, "
-                                   f"expected {(len(missing), embedder.dim)}")
-            if not several or distributed.is_primary():
-                self.store(embedder, missing, computed)
-            if several:
-                distributed.barrier("stylebench-cache-store")
-                if not distributed.is_primary() and self.enabled and not all(
-                        p.exists() for p in self._shard_paths(self.space(embedder), text_keys(missing))):
-                    self.store(embedder, missing, computed)
+            # every process holds the same ``missing`` (agreed above), so all embed the same blocks
+            computed = np.concatenate([self._embed_and_store(embedder, missing[start:start + STORE_EVERY],
+                                                             several)
+                                       for start in range(0, len(missing), STORE_EVERY)])
             position = {t: i for i, t in enumerate(missing)}
             rows = [i for i, f in enumerate(found) if not f]
             vectors[rows] = computed[[position[texts[i]] for i in rows]]
         return vectors
+
+    def _embed_and_store(self, embedder: Embedder, block: list[str], several: bool) -> np.ndarray:
+        """``[len(block), D]`` float32 for distinct uncached texts, stored before returning."""
+        computed = np.asarray(embedder.embed(block), dtype=np.float32)
+        if computed.shape != (len(block), embedder.dim):
+            raise RuntimeError(f"{embedder.name} returned shape {computed.shape}, "
+                               f"expected {(len(block), embedder.dim)}")
+        if not several or distributed.is_primary():
+            self.store(embedder, block, computed)
+        if several:
+            distributed.barrier("stylebench-cache-store")
+            if not distributed.is_primary() and self.enabled and not all(
+                    p.exists() for p in self._shard_paths(self.space(embedder), text_keys(block))):
+                self.store(embedder, block, computed)
+        return computed
 
     # ----------------------------------------------------------------- maintenance
     def info(self) -> list[dict]:
@@ -228,11 +248,20 @@ class EmbeddingCache:
         self._index.clear()
         return stats
 
+    def programs_bytes(self) -> int:
+        """Bytes of the compiled XLA programs kept beside the spaces (``<root>/xla``,
+        ``runtime.enable_compilation_cache``)."""
+        programs = self.root / XLA_CACHE_DIR
+        return sum(p.stat().st_size for p in programs.rglob("*") if p.is_file()) if programs.is_dir() else 0
+
     def clear(self) -> int:
-        """Delete every embedder space under the root (and nothing else); returns bytes freed."""
+        """Delete every embedder space under the root and the compiled programs beside them
+        (``<root>/xla``; nothing else); returns bytes freed."""
         if not self.root.is_dir():
             return 0
-        size = 0
+        size = self.programs_bytes()
+        if size or (self.root / XLA_CACHE_DIR).is_dir():
+            shutil.rmtree(self.root / XLA_CACHE_DIR)
         for space in self.root.iterdir():
             if space.is_dir() and _SPACE_NAME.fullmatch(space.name):
                 size += sum(p.stat().st_size for p in space.rglob("*") if p.is_file())

@@ -120,3 +120,37 @@ def test_sigkill_during_writes_never_yields_a_wrong_vector(tmp_path):
     texts = [f"text {b} {i}" for b in range(len(index) // 64 + 2) for i in range(64)]
     got = cache.embed(model, texts)
     np.testing.assert_array_equal(got, np.stack([vector_of(t, 4096) for t in texts]))
+
+
+def test_the_attention_kernels_sources_are_part_of_the_embedding_code():
+    from stylebench_jax.sources import PACKAGE_ROOT
+
+    for part in cache_module.EMBEDDING_CODE:
+        assert (PACKAGE_ROOT / part).exists(), part
+    assert "kernels/cpu_attention.cc" in cache_module.EMBEDDING_CODE
+    source = (PACKAGE_ROOT / "kernels/cpu_attention.cc").read_text()
+    included = {line.split('"')[1] for line in source.splitlines()
+                if line.startswith('#include "') and not line.startswith('#include "xla/')}
+    assert {f"kernels/{name}" for name in included} <= set(cache_module.EMBEDDING_CODE)
+
+
+def test_a_killed_run_keeps_the_blocks_it_finished(tmp_path, monkeypatch):
+    """Missing texts are embedded and stored block by block: the run dies in block 3, the rerun
+    embeds only what was not stored (before, nothing was stored until the end)."""
+    monkeypatch.setattr(cache_module, "STORE_EVERY", 4)
+    texts = [f"text {i}" for i in range(10)]
+
+    class Dies(HashEmbedder):
+        def embed(self, texts):
+            if len(self.calls) == 2:
+                raise KeyboardInterrupt
+            return super().embed(texts)
+
+    dying = Dies()
+    with pytest.raises(KeyboardInterrupt):
+        EmbeddingCache(tmp_path).embed(dying, texts)
+    assert dying.calls == [texts[:4], texts[4:8]]
+    model = HashEmbedder()
+    out = EmbeddingCache(tmp_path).embed(model, texts)
+    assert model.calls == [texts[8:]]
+    np.testing.assert_array_equal(out, np.stack([vector_of(t) for t in texts]))

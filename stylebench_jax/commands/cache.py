@@ -15,7 +15,7 @@ def register(subparsers) -> None:
     parser.add_argument("action", choices=("info", "clean", "clear"),
                         help="info: one line per model identity; clean: remove what killed runs left "
                              "behind (orphaned temporary files, incomplete shards); clear: delete every "
-                             "cached vector")
+                             "cached vector and the compiled programs kept beside them (xla/)")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
                         help="cache directory (default: $STYLEBENCH_CACHE or ~/.cache/stylebench)")
     parser.add_argument("--json", action="store_true", help="print info as JSON")
@@ -37,12 +37,14 @@ def run(args: argparse.Namespace) -> int:
         freed = cache.clear()
         print(f"cleared {cache.root} ({freed / 2**20:.1f} MiB freed)")
         return 0
-    rows = cache.info()
+    rows, programs = cache.info(), cache.programs_bytes()
     if args.json:
-        print(json.dumps({"root": str(cache.root), "spaces": rows}, indent=2))
+        print(json.dumps({"root": str(cache.root), "spaces": rows, "compiled_programs_bytes": programs},
+                         indent=2))
         return 0
     total = sum(r["bytes"] for r in rows)
-    print(f"{cache.root}: {sum(r['vectors'] for r in rows)} vectors, {total / 2**20:.1f} MiB")
+    print(f"{cache.root}: {sum(r['vectors'] for r in rows)} vectors, {total / 2**20:.1f} MiB; "
+          f"compiled programs (xla/) {programs / 2**20:.1f} MiB")
     for row in rows:
         print(f"  {row['vectors']:>9} vectors {row['bytes'] / 2**20:>8.1f} MiB  {row['identity']}")
     return 0

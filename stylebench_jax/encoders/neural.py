@@ -50,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -324,7 +325,11 @@ class FlaxEncoderEmbedder:
     def identity(self) -> str:
         s = self.settings
         split = {"chunk": splitter_name, "steb": parser_splitter_name}.get(s.long_text, lambda: "none")()
-        identity = (f"{self._identity_head()}/weights={self.weights_digest}/"
+        # the parsed architecture (layer_norm_eps, hidden_act, rope_theta...: config.json's fields
+        # that change the vectors), not the file's bytes, which carry fields that do not
+        config = hashlib.sha256(json.dumps(dataclasses.asdict(self.config), sort_keys=True,
+                                           default=str).encode("utf-8")).hexdigest()[:12]
+        identity = (f"{self._identity_head()}/weights={self.weights_digest}/config={config}/"
                     f"tokenizer={self.tokenizer.digest}/pool={s.pooling}/norm={int(s.normalize)}/"
                     f"max_length={s.max_length}/long_text={s.long_text}/split={split}/dtype={s.dtype}")
         if s.prompt:  # absent without a prompt, so identities (cache keys) from before prompts still hold

