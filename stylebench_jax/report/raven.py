@@ -23,7 +23,17 @@ METRIC_TITLES = {"auc": "AUC", "c_at_1": "c@1", "f05u": "F0.5u", "f1": "F1", "br
 
 
 def _f(value, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+    return "–" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def _number(value) -> float:
+    """A bar's height: NaN (no bar) for None."""
+    return float("nan") if value is None else float(value)
+
+
+def _significant(test: dict | None) -> bool:
+    p = (test or {}).get("p")
+    return p is not None and p == p and p < 0.05
 
 
 def _pm(cell: dict) -> str:
@@ -31,7 +41,11 @@ def _pm(cell: dict) -> str:
 
 
 def _p(test: dict) -> str:
-    return "–" if test.get("p") is None else (f"{test['p']:.3f}" + ("*" if test["p"] < 0.05 else ""))
+    return _f(test.get("p")) + ("*" if _significant(test) else "")
+
+
+def _yes(flag) -> str:
+    return "–" if flag is None else ("yes" if flag else "no")
 
 
 # --------------------------------------------------------------------------- tables (rows of strings)
@@ -48,7 +62,7 @@ def tables(report: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
     out.append(("Table 7: train/test topic similarity",
                 "Cosine similarity of topic vectors between the train and test topics of each split, mean "
                 f"over the {len(sim['per_fold']['hits'])} folds (random: over folds and seeds). HITS lower "
-                f"than random: mean {sim['hits_lower']['mean']}, max {sim['hits_lower']['max']}.",
+                f"than random: mean {_yes(sim['hits_lower']['mean'])}, max {_yes(sim['hits_lower']['max'])}.",
                 ["topics", "random mean", "HITS mean", "random max", "HITS max"], rows))
     pairs = report["most_similar_pairs"]
     rows = [[kind, p["train_topic"], p["test_topic"], _f(p["similarity"])]
@@ -73,14 +87,16 @@ def tables(report: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
                     "'HITS lower than random' (* p < 0.05).",
                     ["model", "HITS", "random", "p"], rows))
     shortcut = report["shortcut"]
-    rows = [[r["model"], _f(r["random"]), _f(r["hits"]), _f(r["avg"]), _f(r["diff"]), str(r["rank_avg"]),
-             str(r["rank_diff"])] for r in shortcut["rows"]]
+    rows = [[r["model"], _f(r["random"]), _f(r["hits"]), _f(r["avg"]), _f(r["diff"]),
+             "–" if r["rank_avg"] is None else str(r["rank_avg"]),
+             "–" if r["rank_diff"] is None else str(r["rank_diff"])] for r in shortcut["rows"]]
     out.append(("Table 11: topic-shortcut test (Overall)",
                 "Random and HITS: mean Overall over folds (and seeds); Avg (higher is better) and "
                 "Diff = |random - HITS| (lower is better: less reliance on topic).",
                 ["model", "random", "HITS", "Avg", "Diff", "rank Avg", "rank Diff"], rows))
-    rows = [[r["dataset"]] + [_f(r["metrics"][m]["mean"], 2) + ("*" if (r["metrics"][m].get(
-        "lower_than_hits", {}).get("p") or 1) < 0.05 else "") for m in metrics] + [_f(r["average"], 2)]
+    rows = [[r["dataset"]] + [_f(r["metrics"][m]["mean"], 2)
+                              + ("*" if _significant(r["metrics"][m].get("lower_than_hits")) else "")
+                              for m in metrics] + [_f(r["average"], 2)]
             for r in report["stability"]]
     out.append(("Table 4: ranking stability",
                 "Mean Spearman correlation of the model rankings between every pair of folds. * = "
@@ -89,41 +105,53 @@ def tables(report: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
     rows = [[r["dataset"]] + [_pm(r["ranks"][m]) for m in models] for r in report["mean_rank"]["rows"]]
     out.append(("Table 5: mean rank (Overall)", "Rank of each model per fold (1 = best), mean ± std.",
                 ["dataset", *models], rows))
-    return out
+    return sorted(out, key=lambda table: int(table[0].split(":")[0].split()[1]))  # RAVEN's numbering
+
+
+def intro(report: dict[str, Any]) -> list[str]:
+    """The lines above the figures: protocol, corpus, set-up (both renderings)."""
+    corpus, sampling = report["corpus"], report["config"]["sampling"]
+    return [report["protocol"] + ".",
+            f"Corpus {corpus['name']}: {corpus['documents']} documents, {corpus['authors']} authors, "
+            f"{corpus['topics']} topics (mean {corpus['mean_characters']} characters). "
+            + " ".join(f"{n}." for n in corpus["notes"]),
+            f"Models: {', '.join(report['models'])}. m = {sampling['n_topics']} topics, k = "
+            f"{sampling['k_folds']} folds, random seeds {sampling['random_seeds']}, overall = "
+            f"{report['config']['metrics']['overall']}."]
 
 
 def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
-    corpus, sampling = report["corpus"], report["config"]["sampling"]
-    lines = ["# RAVEN / HITS topic-leakage test", "",
-             f"Corpus **{corpus['name']}**: {corpus['documents']} documents, {corpus['authors']} authors, "
-             f"{corpus['topics']} topics (mean {corpus['mean_characters']} characters). "
-             + " ".join(f"{n}." for n in corpus["notes"]), "",
-             f"Models: {', '.join(report['models'])}. m = {sampling['n_topics']} topics, k = "
-             f"{sampling['k_folds']} folds, random seeds {sampling['random_seeds']}, overall = "
-             f"{report['config']['metrics']['overall']}.",
-             ""]
+    lines = ["# RAVEN / HITS topic-leakage test", ""]
+    for line in intro(report):
+        lines += [_md(line), ""]
     lines += [f"![{name}]({name})" for name in figures] + [""]
     for title, note, header, rows in tables(report):
-        lines += [f"## {title}", "", note, "", "| " + " | ".join(header) + " |",
+        lines += [f"## {title}", "", _md(note), "", "| " + " | ".join(_cell(h) for h in header) + " |",
                   "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+        lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
         lines.append("")
     return "\n".join(lines)
 
 
+def _md(text: str) -> str:
+    """A Markdown line: ``<``/``>`` escaped (they would open an HTML tag)."""
+    return text.replace("<", "\\<").replace(">", "\\>")
+
+
+def _cell(text: str) -> str:
+    return _md(text).replace("|", "\\|")
+
+
 def render_html(report: dict[str, Any], pngs: dict[str, bytes]) -> str:
     e = html.escape
-    corpus = report["corpus"]
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>RAVEN / HITS</title><style>",
              "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
              "color:#222}"
              "table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.85em}"
              "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f2f2f2}"
              "td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:.9em}"
-             "img{max-width:100%}</style></head><body>",
-             "<h1>RAVEN / HITS topic-leakage test</h1>",
-             f"<p>Corpus <b>{e(corpus['name'])}</b>: {corpus['documents']} documents, {corpus['authors']} "
-             f"authors, {corpus['topics']} topics. {e(' '.join(n + '.' for n in corpus['notes']))}</p>"]
+             "img{max-width:100%;height:auto}</style></head><body>",
+             "<h1>RAVEN / HITS topic-leakage test</h1>"] + [f"<p>{e(line)}</p>" for line in intro(report)]
     for name, png in pngs.items():
         data = base64.b64encode(png).decode("ascii")
         parts.append(f"<img alt='{e(name)}' src='data:image/png;base64,{data}'>")
@@ -155,8 +183,7 @@ def similarity_figure(report: dict[str, Any]) -> bytes:
         seeds = [v[key] for v in sim["random"]["per_seed"].values()]
         axis.scatter([i - 0.18] * len(seeds), seeds, color="black", s=8, zorder=3)
     axis.set_xticks([0, 1], ["mean", "max"])
-    low = min(sim["hits"]["mean"], sim["random"]["mean"])
-    axis.set_ylim(max(0.0, low - 0.15), 1.0)
+    axis.set_ylim(0.0, 1.0)  # from zero: bar lengths compare
     axis.set_ylabel("train/test topic cosine")
     axis.set_title(f"m = {report['config']['sampling']['n_topics']}", fontsize=10)
     axis.legend(fontsize=8)
@@ -182,16 +209,17 @@ def shortcut_figure(report: dict[str, Any]) -> bytes:
     figure, axis = plt.subplots(figsize=(max(5.0, 1.2 * len(rows)), 3.6))
     x = np.arange(len(rows))
     hits_colour, random_colour = _colours(2)
-    axis.bar(x - 0.2, [r["random"] for r in rows], 0.38, color=random_colour, label="random")
-    axis.bar(x + 0.2, [r["hits"] for r in rows], 0.38, color=hits_colour, label="HITS")
-    for i, row in enumerate(rows):
-        top = max(row["random"] or 0, row["hits"] or 0)
-        axis.text(i, top + 0.01, f"Δ {row['diff']:.3f}", ha="center", fontsize=8)
+    axis.bar(x - 0.2, [_number(r["random"]) for r in rows], 0.38, color=random_colour, label="random")
+    axis.bar(x + 0.2, [_number(r["hits"]) for r in rows], 0.38, color=hits_colour, label="HITS")
+    for i, row in enumerate(rows):  # a model without valid folds has no bar and no Δ
+        if row["diff"] is not None:
+            top = max(row["random"] or 0, row["hits"] or 0)
+            axis.text(i, top + 0.01, f"Δ {row['diff']:.3f}", ha="center", fontsize=8)
     axis.set_xticks(x, [r["model"] for r in rows], rotation=20, ha="right", fontsize=8)
     axis.set_ylim(0, 1.08)
     axis.set_ylabel("Overall")
     axis.set_title("Topic-shortcut test: Overall on random vs HITS datasets", fontsize=10)
-    axis.legend(fontsize=8, loc="lower right")
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     axis.grid(axis="y", alpha=0.3)
     return _png(figure)
 
@@ -206,7 +234,7 @@ def stability_figure(report: dict[str, Any]) -> bytes:
     hits_colour, random_colour = _colours(2)
 
     def values(label):
-        return [rows[label]["metrics"][m]["mean"] or 0.0 for m in metrics]
+        return [_number(rows[label]["metrics"][m]["mean"]) for m in metrics]
 
     axis.bar(x - 0.2, values("R_avg"), 0.38, color=random_colour, label="random (mean of seeds)")
     axis.bar(x + 0.2, values("HITS"), 0.38, color=hits_colour, label="HITS")
@@ -217,7 +245,7 @@ def stability_figure(report: dict[str, Any]) -> bytes:
     axis.set_ylim(-0.1, 1.05)
     axis.set_ylabel("mean Spearman between folds")
     axis.set_title("Ranking stability of the models across folds", fontsize=10)
-    axis.legend(fontsize=8, loc="lower right")
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     axis.grid(axis="y", alpha=0.3)
     return _png(figure)
 
