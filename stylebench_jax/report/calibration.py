@@ -1,7 +1,7 @@
 """Reliability diagrams and the ``stylebench calibrate`` report (``calibration.md``/``.html``).
 
-A reliability diagram (seed 003 §8.2) plots, per equal-width probability bin, the fraction of pairs
-labelled "same" against the mean predicted probability (``metrics.reliability_bins``); a
+A reliability diagram (Writing7 design document §8.2) plots, per equal-width probability bin, the
+fraction of pairs labelled "same" against the mean predicted probability (``metrics.reliability_bins``); a
 calibrated predictor lies on the diagonal. The lower panel shows how many predictions fall in each
 bin, so a point resting on a handful of pairs is visible as such.
 """
@@ -16,6 +16,10 @@ import numpy as np
 from stylebench_jax.metrics import ECE_BINS, ece, reliability_bins
 from stylebench_jax.report.document import Table, fmt, write_document
 from stylebench_jax.report.plots import _colours, _png, _pyplot
+
+# How the reports cite the Writing7 design document (sections below are that document's).
+WRITING7 = ("Writing7 (A Benchmark for Evaluating Style Transfer Capabilities in Large Language Models, "
+            "design document)")
 
 METRIC_COLUMNS = ("ece", "brier", "roc_auc", "pr_auc", "accuracy", "balanced_accuracy", "precision", "recall",
                   "f1")
@@ -109,7 +113,7 @@ def similarity_tables(report: dict) -> list[Table]:
         if topic:
             tables.append(Table(f"Topic-sliced negatives: {name} split",
                                 "Accuracy on negative pairs whose texts share a coarse topic vs not "
-                                "(seed §8.3.1).",
+                                "(Writing7 §8.3.1).",
                                 TOPIC_HEADER, topic))
         if "cross_topic_consistency" in result:
             rows = [[kind, fmt(v["mean_cross_topic"]), str(v["n_cross_topic"]), fmt(v["mean_same_topic"]),
@@ -117,7 +121,7 @@ def similarity_tables(report: dict) -> list[Table]:
                     for kind, v in result["cross_topic_consistency"].items()]
             tables.append(Table(f"Cross-topic style consistency: {name} split",
                                 "Mean similarity of same-book pairs across different topics vs within "
-                                "one (§8.3.3).",
+                                "one (Writing7 §8.3.3).",
                                 ["score", "cross-topic mean", "n", "same-topic mean", "n", "ratio"], rows))
     return tables
 
@@ -140,7 +144,8 @@ def classifier_tables(report: dict) -> list[Table]:
         if "adversary" in result:
             a = result["adversary"]
             note += (f" Topic adversary accuracy {a['adversary_accuracy']:.3f} on {a['n_texts']} texts "
-                     f"(majority-topic rate {a['majority_topic_rate']:.3f}; lower is better, §8.3.2).")
+                     f"(majority-topic rate {a['majority_topic_rate']:.3f}; lower is better, "
+                     "Writing7 §8.3.2).")
         tables.append(Table(f"Classifier: {name} split", note, HEADER, _metric_rows(result, labels)))
         topic = _topic_rows(result, labels)
         if topic:
@@ -172,5 +177,5 @@ def write_calibration_report(output_dir: Path, report: dict, curves: dict) -> di
                 f"classifier head, {name} pairs", n_bins)
         tables += classifier_tables(clf)
     intro = [f"Model: {report['model']}. ECE over {n_bins} equal-width bins; Brier = mean (p - y)^2; both "
-             "lower is better. Writing7 (seed 003) §5 and §8."]
+             f"lower is better. {WRITING7}, §5 (training) and §8 (calibration)."]
     return write_document(output_dir, "calibration", "Calibration report", intro, tables, pngs)

@@ -29,7 +29,7 @@ class Table:
 
 
 def fmt(value, digits: int = 3) -> str:
-    """A number for a table cell (``-`` for None/NaN), strings as they are."""
+    """A number for a table cell (``-`` for None/NaN, never ``-0.000``), strings as they are."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -37,7 +37,10 @@ def fmt(value, digits: int = 3) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return "-" if value != value else f"{value:.{digits}f}"
+        if value != value:
+            return "-"
+        text = f"{value:.{digits}f}"
+        return text[1:] if text.startswith("-") and float(text) == 0 else text
     return str(value)
 
 

@@ -1,6 +1,6 @@
-"""``transfer.md``/``transfer.html``: the style-transfer benchmark report (seed 003 §7).
+"""``transfer.md``/``transfer.html``: the style-transfer benchmark report (Writing7 design document §7).
 
-Sections: the reference books (seed book -> book used, and why), one row per backend (scores x100,
+Sections: the reference books (Writing7 book -> book used, and why), one row per backend (scores x100,
 failures, originality flags), the ordering check of the local anchors with its explanation, paired
 differences, per author, per topic, per book and per excerpt tables, a score distribution figure and
 the reliability diagrams of the calibration in use (read from the ``calibration_report.json`` that
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stylebench_jax.report.calibration import reliability_figure_from_bins
+from stylebench_jax.report.calibration import WRITING7, reliability_figure_from_bins
 from stylebench_jax.report.document import Table, fmt, write_document
 from stylebench_jax.report.plots import _colours, _png, _pyplot
 
@@ -41,7 +41,7 @@ def _evidence(results: dict, order: dict) -> str:
     backends, parts = order["backends"], []
     gap = order["differences"].get(f"{backends['copy']} - {backends['shuffle']}")
     if gap is not None:
-        parts.append(f"Measured here: shuffling the excerpt's sentences costs {100 * gap['mean']:.1f} "
+        parts.append(f"Measured here: shuffling the excerpt's sentences costs {_points(gap['mean'])} "
                      f"points against the copy ({order['score']} x100)")
     names = []
     for kind in ("shuffle", "markov"):
@@ -79,20 +79,56 @@ def _matrix(results: dict, key: str, score: str) -> tuple[list[str], list[list[s
     return backends, rows
 
 
+def _points(value: float) -> str:
+    """``value`` (a score in [0, 1]) as points x100 with one decimal, never ``-0.0``."""
+    return fmt(100 * value, 1) if value == value else "-"
+
+
+def _verdict(diff: dict) -> str:
+    low, high = diff.get("ci_low", float("nan")), diff.get("ci_high", float("nan"))
+    if not (low == low and high == high):
+        return "no interval (too few items)"
+    if low > 0:
+        return "holds"
+    if high < 0:
+        return "reversed"
+    return "within noise (the 95% interval covers 0)"
+
+
 def ordering_text(results: dict) -> str:
+    """The anchors' expected order copy > markov > shuffle, judged pair by pair on the items all
+    three produced: a pair holds (or is reversed) only when its paired bootstrap interval excludes
+    0; a significantly reversed pair gets its explanation (``WHY_NOT``) with this run's evidence."""
     order = results.get("ordering")
     if order is None:
         return "The ordering check needs exactly one copy, one markov and one shuffle backend."
-    means = ", ".join(f"{k} {100 * v:.1f}" for k, v in order["means"].items())
-    text = (f"Expected copy > markov > shuffle; observed {' > '.join(order['observed'])} on "
+    names, expected = order["backends"], order["expected"]
+    means = ", ".join(f"{k} ({names[k]}) {_points(v)}" for k, v in order["means"].items())
+    text = (f"Expected copy > markov > shuffle; observed {' > '.join(order['observed'])} by mean on "
             f"{order['n_items']} items all three produced ({order['score']} x100: {means}).")
-    if order["holds"]:
+    verdicts, reversed_pairs = [], []
+    for i, a in enumerate(expected):
+        for b in expected[i + 1:]:
+            diff = order["differences"].get(f"{names[a]} - {names[b]}")
+            if diff is None:
+                continue
+            verdict = _verdict(diff)
+            interval = (f" [{_points(diff['ci_low'])}, {_points(diff['ci_high'])}]"
+                        if "ci_low" in diff else "")
+            verdicts.append(f"{a} - {b} {_points(diff['mean'])}{interval}: {verdict}")
+            if verdict == "reversed":
+                reversed_pairs.append((b, a))
+    if verdicts:
+        text += " Paired differences (points): " + "; ".join(verdicts) + "."
+    if order["holds"] and not any("holds" not in v for v in verdicts):
         return text + " The ordering holds."
-    observed = order["observed"]
-    evidence = _evidence(results, order)
-    reasons = [WHY_NOT[(a, b)].format(evidence=evidence)
-               for i, a in enumerate(observed) for b in observed[i + 1:] if (a, b) in WHY_NOT]
-    return text + " The ordering does not hold. " + " ".join(reasons)
+    if reversed_pairs or (not verdicts and not order["holds"]):
+        evidence = _evidence(results, order)
+        observed = order["observed"]
+        pairs = reversed_pairs or [(a, b) for i, a in enumerate(observed) for b in observed[i + 1:]]
+        reasons = [WHY_NOT[pair].format(evidence=evidence) for pair in pairs if pair in WHY_NOT]
+        return text + " The ordering does not hold. " + " ".join(reasons)
+    return text + " The ordering is not established: the differences above are within noise."
 
 
 def distribution_figure(rows: list[dict], score: str) -> bytes:
@@ -107,6 +143,7 @@ def distribution_figure(rows: list[dict], score: str) -> bytes:
             patch.set_facecolor(colour)
         axis.set_xticks(range(1, len(keep) + 1), [b for b, _ in keep], rotation=15)
     axis.set_ylabel(score)
+    axis.ticklabel_format(axis="y", useOffset=False)  # plain values, not "1e-8 + 8.80797e-1"
     axis.set_title(f"{score} of every story against its excerpt", fontsize=10)
     axis.grid(axis="y", alpha=0.3)
     return _png(figure)
@@ -140,8 +177,9 @@ def write_transfer_report(output_dir: Path, results: dict, rows: list[dict]) -> 
     score = primary_score(rows)
     books = [[b["seed_book"], b["book"], b["author"], b["status"], b["note"]] for b in d["books"]]
     tables = [
-        Table("Reference books", "The seed's benchmark books (§7.3) and the novels of the shared data used "
-              "for them.", ["seed book", "book used", "author", "status", "note"], books),
+        Table("Reference books", "Writing7's benchmark books (its design document §7.3) and the novels of "
+              "the shared data used for them.", ["Writing7 book", "book used", "author", "status", "note"],
+              books),
         Table("Runs", f"Per backend, {score} x100 (mean, median, sample std), raw cosine, the naive "
               "(cos + 1) / 2 x100, originality flags (copied_phrase: >= "
               f"{d['originality']['max_common_words']} shared words in a row; reused_names: a capitalised "
@@ -169,13 +207,12 @@ def write_transfer_report(output_dir: Path, results: dict, rows: list[dict]) -> 
     s = d["scoring"]
     cal = s["calibration"]
     e = d["excerpts"]
-    intro = [f"Writing7 style-transfer benchmark (seed 003 §7): {len(d['books'])} books x {e['per_book']} "
+    intro = [f"{WRITING7}, §7 (the style-transfer benchmark): {len(d['books'])} books x {e['per_book']} "
              f"excerpts of {e['sentences']} sentences x {e['samples']} sample(s), {len(d['topics'])} topics. "
              f"Scorer: {s['embedder']['name']} ({s['settings']['aggregate']} over windows "
              f"of {s['settings']['chunk_size']} sentences, overlap {s['settings']['overlap']}); "
              + (f"calibration {cal['method']} from {cal['path']}." if cal else
-                "no calibration file: score_calibrated is empty and the cosine is the primary score."),
-             ordering_text(results)]
+                "no calibration file: score_calibrated is empty and the cosine is the primary score.")]
     pngs = {"transfer_scores.png": distribution_figure(rows, score), **_calibration_figures(results)}
     return write_document(output_dir, "transfer", "Style-transfer benchmark", intro, tables, pngs)
 

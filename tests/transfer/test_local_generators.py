@@ -101,11 +101,22 @@ def test_ordering_text_explains_a_failed_order_with_this_runs_measurements():
              "holds": False, "score": "score_calibrated", "n_items": 4,
              "means": {"copy": 0.9, "markov": 0.3, "shuffle": 0.8},
              "backends": {"copy": "ceiling", "markov": "mk", "shuffle": "sh"},
-             "differences": {"ceiling - sh": {"mean": 0.1234}}}
+             "differences": {"ceiling - mk": {"mean": 0.6, "ci_low": 0.5, "ci_high": 0.7},
+                             "ceiling - sh": {"mean": 0.1234, "ci_low": 0.05, "ci_high": 0.2},
+                             "mk - sh": {"mean": -0.5, "ci_low": -0.6, "ci_high": -0.4}}}
     runs = {"ceiling": {"n_ok": 4}, "mk": {"n_ok": 3}, "sh": {"n_ok": 4}}
     text = ordering_text({"ordering": order, "runs": runs, "flags": {"sh": {"reused_names": 4}}})
     assert "observed copy > shuffle > markov" in text and "does not hold" in text
+    assert "markov - shuffle -50.0 [-60.0, -40.0]: reversed" in text and "copy - markov 60.0" in text
     assert "costs 12.3 points against the copy (score_calibrated x100)" in text
     assert "shuffle 4 of 4, markov 0 of 3" in text
-    assert ordering_text({"ordering": {**order, "observed": order["expected"], "holds": True}}).endswith(
-        "The ordering holds.")
+    above = {"mean": 0.1, "ci_low": 0.02, "ci_high": 0.2}
+    holds = {**order, "observed": order["expected"], "holds": True,
+             "differences": {**order["differences"], "mk - sh": above}}
+    assert ordering_text({"ordering": holds}).endswith("The ordering holds.")
+    # equal means, intervals [0, 0]: a tie, not an order (it was "copy > shuffle > markov, does not hold")
+    tie = {**order, "means": {"copy": 0.881, "markov": 0.881, "shuffle": 0.881},
+           "differences": {k: {"mean": 0.0, "ci_low": 0.0, "ci_high": 0.0} for k in order["differences"]}}
+    text = ordering_text({"ordering": tie, "runs": runs, "flags": {}})
+    assert text.endswith("The ordering is not established: the differences above are within noise.")
+    assert "-0.0" not in text and "copy - markov 0.0 [0.0, 0.0]: within noise" in text
