@@ -73,22 +73,42 @@ def _load_queries(path: Path, normalize: bool) -> np.ndarray:
     _, shape, _ = read_npy_header(path)
     if shape[0] == 0:
         raise located(path, "no query rows; expected a float .npy [Q, D] with Q >= 1")
-    q = np.load(path, allow_pickle=False).astype(np.float32)
-    bad = np.flatnonzero(~np.isfinite(q).all(axis=1))
+    wide = np.load(path, allow_pickle=False).astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(wide).all(axis=1))
     if bad.size:
         raise located(path, f"row {bad[0]}: NaN or infinity in the embedding")
-    if normalize:
-        zero = np.flatnonzero(~np.any(q != 0, axis=1))
+    if normalize:  # in float64, so that tiny rows keep their direction (float32 would flush them)
+        norms = np.linalg.norm(wide, axis=1, keepdims=True)
+        zero = np.flatnonzero(norms[:, 0] == 0)
         if zero.size:
             raise located(path, f"row {zero[0]}: all zeros, so it has no direction to normalise "
                                 "(a cosine with it is undefined)")
-    if not normalize and q.shape[0]:
-        norms = np.linalg.norm(q, axis=1)
+        wide = wide / norms
+    if not normalize and wide.shape[0]:
+        norms = np.linalg.norm(wide, axis=1)
         off = np.flatnonzero(np.abs(norms - 1.0) > NORM_TOLERANCE)
         if off.size:
             raise located(path, f"row {off[0]}: L2 norm {norms[off[0]]:.4g}, expected 1 "
                                 "(normalise the rows or pass --normalize)")
-    return q
+    return wide.astype(np.float32)
+
+
+def _first_off_norm(pool, block: int, normalize: bool) -> tuple[int, float]:
+    """``(row, norm)`` of the first candidate row the scan could not score as a unit row: with
+    ``normalize`` one whose float32 squared norm is 0 (the scan's rule, ``scan.row_scale``) or
+    subnormal (which the scan's threads flush to 0), else one whose L2 norm is off 1 by more than
+    ``NORM_TOLERANCE``."""
+    for start in range(0, len(pool), block):
+        rows = pool.read(start, start + block)
+        sq = np.einsum("ij,ij->i", rows, rows)
+        if normalize:
+            off = sq < np.finfo(np.float32).tiny
+        else:
+            off = np.abs(np.sqrt(sq.astype(np.float64)) - 1.0) > NORM_TOLERANCE
+        if off.any():
+            i = int(np.flatnonzero(off)[0])
+            return start + i, float(np.sqrt(sq[i]))
+    return -1, float("nan")  # not reached: the scan saw such a row
 
 
 def _load_groups(path: Path | None, n: int, what: str) -> np.ndarray | None:
@@ -168,14 +188,22 @@ def run(args: argparse.Namespace) -> int:
             query_batch=args.query_batch, progress=advance)
         finished = True
     except NonFiniteRowError as error:
-        raise located(args.candidates, f"row {error.row}: NaN or infinity in the embedding") from None
+        raise located(args.candidates, f"row {error.row}: NaN or infinity in the embedding, or values "
+                                       "too large to square in float32 (|x| above ~1e18; rescale the "
+                                       "rows)") from None
     finally:
         bar.leave = finished  # on failure the error line alone, not a half-full bar above it
         bar.close()
+    # the scan keeps only the norms' range; the first offending row is looked up now (an error path)
     low, high = result.norm_range
+    if args.normalize and low < 0.5:  # a row normalised to norm 0: all zeros, or too small for float32
+        row, _ = _first_off_norm(pool, args.block_size or DEFAULT_BLOCK, True)
+        raise located(args.candidates, f"row {row}: all zeros or too small to normalise in float32 "
+                                       "(a cosine with it is undefined)")
     if not args.normalize and not (abs(low - 1) <= NORM_TOLERANCE and abs(high - 1) <= NORM_TOLERANCE):
-        raise located(args.candidates, f"row L2 norms range from {low:.4g} to {high:.4g}, expected 1 "
-                                       "(normalise the rows or pass --normalize)")
+        row, norm = _first_off_norm(pool, args.block_size or DEFAULT_BLOCK, False)
+        raise located(args.candidates, f"row {row}: L2 norm {norm:.4g}, expected 1 (norms range from "
+                                       f"{low:.4g} to {high:.4g}; normalise the rows or pass --normalize)")
     write_jsonl_atomic(args.output, _hits(result))  # the primary process only (fileio)
     if not args.quiet and is_primary():
         seconds = time.perf_counter() - start

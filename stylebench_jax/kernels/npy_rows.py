@@ -109,7 +109,8 @@ def _as_float32(rows: np.ndarray) -> np.ndarray:
     if rows.dtype == np.float32:
         return rows
     converted = aligned_empty(rows.shape)
-    np.copyto(converted, rows, casting="unsafe")
+    with np.errstate(over="ignore"):  # beyond float32's range: infinity, which the scan reports by row
+        np.copyto(converted, rows, casting="unsafe")
     return converted
 
 

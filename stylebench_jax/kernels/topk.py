@@ -198,9 +198,10 @@ def _check_queries(queries, normalize: bool) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(q).all(axis=1))
     if bad.size:
         raise ValueError(f"queries: row {bad[0]} holds NaN or infinity")
-    if normalize:
-        norms = np.linalg.norm(q, axis=1, keepdims=True)
-        q = q / np.where(norms > 0, norms, 1.0)
+    if normalize:  # in float64: a float32 norm of large finite rows overflows (and of tiny ones underflows)
+        wide = q.astype(np.float64)
+        norms = np.linalg.norm(wide, axis=1, keepdims=True)
+        q = (wide / np.where(norms > 0, norms, 1.0)).astype(np.float32)
     return q
 
 

@@ -226,3 +226,39 @@ def test_ctrl_c_stops_embed_promptly(tmp_path, cache_dir):
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert elapsed < 4.0, f"took {elapsed:.1f} s to stop\n{err}"
     assert not (tmp_path / "o.npy").exists()
+
+
+def test_search_refuses_candidates_it_cannot_normalise_naming_the_row(tmp_path, pool, capsys):
+    """A zero (or float32-underflowing) candidate scored 0.0 and was ranked; a huge finite value was
+    called NaN; an off-unit row was not named. Each is now one line naming the row."""
+    queries, candidates = pool
+    x = np.load(candidates)
+    for name, row, scale in (("zero", 7, 0.0), ("tiny", 9, 1e-21)):
+        bad = x.astype(np.float64)
+        bad[row] *= scale
+        np.save(tmp_path / f"{name}.npy", bad)
+        assert search(queries, tmp_path / f"{name}.npy", tmp_path / "h.jsonl", "--normalize") == 2
+        one_line_error(capsys, f"{name}.npy", f"row {row}: all zeros or too small to normalise")
+    big = x.copy()
+    big[11] *= 1e20
+    np.save(tmp_path / "big.npy", big)
+    assert search(queries, tmp_path / "big.npy", tmp_path / "h.jsonl", "--normalize") == 2
+    one_line_error(capsys, "big.npy", "row 11: NaN or infinity in the embedding, or values too large")
+    off = x.copy()
+    off[13] *= 1.5
+    np.save(tmp_path / "off.npy", off)
+    assert search(queries, tmp_path / "off.npy", tmp_path / "h.jsonl") == 2
+    one_line_error(capsys, "off.npy", "row 13: L2 norm 1.5, expected 1")
+    assert not (tmp_path / "h.jsonl").exists()
+
+
+def test_search_normalises_large_or_tiny_query_rows_in_float64(tmp_path, pool):
+    queries, candidates = pool
+    q = np.load(queries).astype(np.float64)
+    q[1] *= 3e19  # its float32 norm overflowed: all scores 0.0 and indices 0, 1, 2
+    q[2] *= 1e-30  # its float32 norm underflowed: refused as all zeros
+    np.save(tmp_path / "q.npy", q)
+    assert search(tmp_path / "q.npy", candidates, tmp_path / "h.jsonl", "--normalize") == 0
+    hits = [json.loads(line) for line in (tmp_path / "h.jsonl").read_text().splitlines()]
+    assert hits[1]["indices"][0] == 1 and hits[2]["indices"][0] == 2
+    assert hits[1]["scores"][0] == pytest.approx(1.0, abs=1e-6)

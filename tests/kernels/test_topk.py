@@ -323,6 +323,9 @@ def test_normalize_gives_cosine(mesh):
     cn = c / np.linalg.norm(c, axis=1, keepdims=True)
     assert_topk_equal(result, q / 7.0, cn, 5, exact=False)
     np.testing.assert_allclose(result.norm_range, (1.0, 1.0), atol=1e-6)
+    # queries are normalised in float64: a float32 norm of 3e19-scaled rows overflowed to inf
+    big = topk_cosine(q / 7.0 * 3e19, c, 5, mesh=mesh, block_size=8, normalize=True)
+    np.testing.assert_array_equal(big.indices, result.indices)
 
 
 @pytest.mark.parametrize("kernel", ["auto", "xla"])
