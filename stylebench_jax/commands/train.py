@@ -47,13 +47,14 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from stylebench_jax.config import load_config
-    from stylebench_jax.parallel.distributed import is_primary
+    from stylebench_jax.parallel.distributed import check_shared_directory, is_primary
     from stylebench_jax.training.config import TrainConfig
     from stylebench_jax.training.run import train
 
     config = load_config(args.config, TrainConfig, args.overrides)
     check_output_dir(args.output, "--output")
     mesh = build_mesh(args.mesh)
+    check_shared_directory(args.output, "--output")  # several processes: one run directory for all
     result = train(config, args.output, mesh=mesh, progress=not args.quiet)
     if not is_primary():  # one process speaks for a multi-process run
         return 0

@@ -41,6 +41,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from stylebench_jax.errors import UserInputError
+
 T = TypeVar("T")
 ENV_FLAG = "STYLEBENCH_DISTRIBUTED"
 _GUARD_LOG: Path | None = None  # set by guard_output
@@ -103,9 +105,36 @@ def maybe_initialize() -> bool:
                       process_id=int(os.environ["JAX_PROCESS_ID"]))
     if os.environ.get("STYLEBENCH_LOCAL_DEVICE_IDS"):  # e.g. one process driving every GPU of a SLURM node
         kwargs["local_device_ids"] = parse_device_ids(os.environ["STYLEBENCH_LOCAL_DEVICE_IDS"])
-    jax.distributed.initialize(**kwargs)
+    address = kwargs.get("coordinator_address")
+    if address and kwargs.get("process_id") == 0:
+        check_port_free(address)
+    try:
+        jax.distributed.initialize(**kwargs)
+    except Exception as error:  # JaxRuntimeError: the coordinator could not start or be reached
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        where = f"$JAX_COORDINATOR_ADDRESS {address}" if address else "jax.distributed"
+        raise UserInputError(f"{where}: process {kwargs.get('process_id', '?')} could not start or reach "
+                             f"the coordinator ({first[:200]}; start-up timeout {timeouts.init} s)") from None
     barrier("stylebench-start")  # creates the host-exchange communicator while all processes are here
     return True
+
+
+def check_port_free(address: str) -> None:
+    """``UserInputError`` when the coordinator's port (``host:port``) is taken on this machine, before
+    process 0 starts the coordinator there (JAX would fail with "Failed to start RPC server" naming no
+    port, or crash, and the other processes would wait for it until their start-up timeout)."""
+    import socket
+
+    port = address.rpartition(":")[2]
+    if not port.isdigit():
+        raise UserInputError(f"$JAX_COORDINATOR_ADDRESS {address}: expected host:port")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the coordinator's server does
+        try:
+            probe.bind(("", int(port)))
+        except OSError as error:
+            raise UserInputError(f"$JAX_COORDINATOR_ADDRESS {address}: port {port} is in use on this machine "
+                                 f"({error.strerror}); pick a free one") from None
 
 
 def parse_device_ids(text: str) -> list[int]:
@@ -238,6 +267,35 @@ def map_shards(fn: Callable[[Sequence[Any]], list[T]], items: Sequence[Any]) -> 
     if process_count() == 1:
         return local
     return [result for part in allgather_objects(local) for result in part]
+
+
+def check_shared_directory(path: str | os.PathLike, what: str) -> None:
+    """``UserInputError`` unless every process sees ``path`` (created if missing) as one directory.
+    Why: orbax saves each checkpoint from every process into one directory and the best one is
+    restored at the end, so a run directory on each host's own disk trains to the last step and then
+    fails (the README asks for a shared file system; this says so before any work). Process 0 writes
+    a token file there; the others look for it (for up to 5 s: NFS attribute caches)."""
+    if process_count() == 1:
+        return
+    import time
+
+    Path(path).mkdir(parents=True, exist_ok=True)
+    token = broadcast_from_primary(lambda: f".stylebench-shared-{os.getpid()}-{time.time_ns()}")
+    probe = Path(path) / token
+    if is_primary():
+        probe.write_text("process 0 was here\n", encoding="utf-8")
+    barrier("stylebench-shared-check")
+    deadline = time.monotonic() + 5.0
+    while not probe.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    seen = allgather_objects(probe.exists())
+    if is_primary():
+        probe.unlink(missing_ok=True)
+    missing = [i for i, found in enumerate(seen) if not found]
+    if missing:
+        raise UserInputError(f"{what} {path}: process {missing[0]} of {len(seen)} does not see the files "
+                             "process 0 writes there; put the run on a file system every process shares "
+                             "(e.g. NFS or a Filestore mount)")
 
 
 def barrier(name: str) -> None:

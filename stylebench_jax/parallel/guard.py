@@ -61,16 +61,22 @@ def main(out_fd: int, err_fd: int, log_path: str, process: str) -> int:
                     data = pending[fd] + chunk
                     *lines, pending[fd] = data.split(b"\n")
                     lines = [line + b"\n" for line in lines]
-                runtime_block = False  # lines following a runtime log line in the same read belong to it
+                # A fatal runtime line owns what follows it in the same read (its status text; the
+                # process is dying); another runtime line owns only indented continuation lines, so
+                # the process's own output written just after it (its error line) still shows.
+                runtime_block = fatal_block = False
                 for line in lines:
                     log.write(line)
                     if GLOG.match(line):
-                        runtime_block = True
-                        if line.startswith(b"F"):
+                        runtime_block, fatal_block = True, line.startswith(b"F")
+                        if fatal_block:
                             fatal = line
                             continue
-                    elif runtime_block and fatal and len(fatal) < 4096:
-                        fatal += line
+                    elif fatal_block or (runtime_block and line[:1] in b" \t"):
+                        if fatal_block and len(fatal) < 4096:
+                            fatal += line
+                    else:
+                        runtime_block = False
                     if runtime_block or GLOO.search(line) or STACK.match(line):
                         continue
                     targets[fd].write(line)

@@ -78,7 +78,7 @@ class CpuConfig:
 class LaunchProfile:
     target: Literal["tpu_pod", "slurm", "cpu"]
     command: tuple[str, ...] = dataclasses.field(metadata=_name)  # `stylebench` args: [eval, --suite, ...]
-    fetch: str | None = None  # tpu_pod: the run's output directory (relative to the checkout) to fetch
+    fetch: str | None = None  # tpu_pod: the run's output directory to fetch (relative: to the checkout)
     fetch_to: Path = Path("results")  # tpu_pod: where `fetch` puts it locally
     tpu_pod: TpuPodConfig | None = None
     slurm: SlurmConfig | None = None

