@@ -135,7 +135,8 @@ class Suite:
              only: Sequence[str] | None = None) -> list[EvalUnit]:
         """The suite's units (entries in order, restricted to dataset names ``only`` if given).
 
-        A listed subset that the dataset does not produce is a ``UserInputError``.
+        A listed subset that the dataset does not produce, or subsets and tasks that together select
+        none of its units, is a ``UserInputError``.
         """
         units = []
         for entry in self.datasets:
@@ -148,7 +149,12 @@ class Suite:
                     raise UserInputError(
                         f"{self.path}: dataset {entry.name!r} has no subset(s) {', '.join(missing)}; it "
                         f"has {', '.join(sorted({u.subset for u in loaded}))}")
-            units += [unit for unit in loaded if entry.keep(unit)]
+            kept = [unit for unit in loaded if entry.keep(unit)]
+            if not kept:
+                offered = ", ".join(sorted({f"{u.subset}/{u.task}" for u in loaded}))
+                raise UserInputError(f"{self.path}: dataset {entry.name!r}: its subsets and tasks select no "
+                                     f"unit; it has (subset/task) {offered}")
+            units += kept
         return units
 
 

@@ -10,6 +10,7 @@ are percent-encoded, so ``baseline:char3gram`` or a local checkpoint path are sa
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -154,6 +155,25 @@ def code_digest() -> str:
     reused; a change that does not move any number costs a rerun of the tasks only, since
     embeddings come from the embedding cache."""
     return source_digest()
+
+
+@functools.lru_cache(maxsize=1)
+def numeric_versions() -> dict[str, str]:
+    """Versions of the libraries the tasks compute with (k-means, logistic regression and metrics:
+    scikit-learn; SciPy; NumPy; spaCy and its English model for probing's features and STEB's
+    sentence splitting): part of every cell's fingerprint, so a stored cell is not reused after an
+    upgrade that may move its numbers, and recorded in run_info.json."""
+    from importlib import metadata
+
+    from stylebench_jax.text.features import SPACY_MODEL
+
+    def version(package: str) -> str:  # read from the installed metadata: nothing is imported
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "absent"
+
+    return {name: version(name) for name in ("numpy", "scipy", "scikit-learn", "spacy", SPACY_MODEL)}
 
 
 def cell_fingerprint(*, model_identity: str, data_digest: str, seed: int, n_boot: int,

@@ -25,14 +25,20 @@ from stylebench_jax import __version__
 from stylebench_jax.cache import EmbeddingCache
 from stylebench_jax.errors import InvalidOption, UserInputError
 from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables
+from stylebench_jax.evaluation.cells import code_digest, numeric_versions
 from stylebench_jax.evaluation.results import result_rows, skipped_rows, write_result_files
 from stylebench_jax.evaluation.runner import CellsOutcome, EvalSettings, ModelEntry, run_cells
 from stylebench_jax.fileio import write_text_atomic
 from stylebench_jax.parallel import resolve_mesh
+from stylebench_jax.parallel.distributed import is_primary
 from stylebench_jax.progress import progress_bar
 from stylebench_jax.report import run_description, write_report
 from stylebench_jax.tasks.base import TaskContext
 from stylebench_jax.tasks.registry import check_unit
+
+# What a run writes beside cells/ (every one derived from the cells and the request).
+OUTPUT_FILES = ("results.jsonl", "skipped.jsonl", "scores.json", "leaderboard.md", "report.html",
+                "run_info.json")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,8 +142,8 @@ def _load_units(suite, datasets: list[tuple[str, str]], data_root: Path, seed: i
 def _environment() -> dict[str, Any]:
     import jax
 
-    return {"stylebench_jax": __version__, "python": platform.python_version(),
-            "platform": platform.platform(), "jax": jax.__version__,
+    return {"stylebench_jax": __version__, "code": code_digest(), "python": platform.python_version(),
+            "platform": platform.platform(), "jax": jax.__version__, **numeric_versions(),
             "devices": [str(d) for d in jax.devices()]}
 
 
@@ -162,6 +168,11 @@ def run_evaluation(request: EvalRequest) -> EvalOutcome:
                         context=TaskContext(mesh=mesh), embed_fn=cache.embed)
     timing = {"cells_seconds": round(time.perf_counter() - cell_start, 3), "load_seconds": load_seconds}
 
+    # An earlier run's outputs go first and run_info.json comes last, so a run stopped while writing
+    # never leaves its files beside another run's (the cells stay: the same command resumes).
+    if is_primary():
+        for name in OUTPUT_FILES:
+            (Path(request.output_dir) / name).unlink(missing_ok=True)
     files, scores = _write_outputs(request, suite.name, datasets, models, outcome)
     timing["wall_seconds"] = round(time.perf_counter() - started, 3)
     run_info = _run_info(request, suite, datasets, models, outcome, cache, timing)
@@ -180,10 +191,8 @@ def _write_outputs(request: EvalRequest, suite_name: str, datasets, models: list
     scores_path = output_dir / "scores.json"
     write_text_atomic(scores_path, json.dumps(scores, indent=1, sort_keys=True, allow_nan=False) + "\n")
     title, description = run_description(suite_name, datasets, [m.label for m in models], seed=request.seed,
-                                         n_boot=request.n_boot, version=__version__)
-    if request.long_text != "chunk" or request.max_length is not None:
-        description.append(f"Neural models embed long texts with --long-text {request.long_text}"
-                           + (f" --max-length {request.max_length}" if request.max_length else "") + ".")
+                                         n_boot=request.n_boot, version=__version__,
+                                         long_text=request.long_text, max_length=request.max_length)
     markdown_path, html_path = write_report(output_dir, rows, skipped, score_tables(scores),
                                             title=title, description=description)
     files = {"results": results_path, "skipped": skipped_path, "scores": scores_path,
@@ -204,8 +213,8 @@ def _run_info(request: EvalRequest, suite, datasets, models: list[ModelEntry], o
         **timing,
         "cells": [{**dataclasses.asdict(t.key), "status": t.status, "seconds": round(t.seconds, 3),
                    "embed_seconds": round(t.embed_seconds, 3)} for t in outcome.timings],
-        "cache": {"enabled": request.use_cache, "root": str(cache.root), "hits": cache.hits,
-                  "misses": cache.misses},
+        "cache": {"enabled": request.use_cache, "root": str(cache.root) if request.use_cache else None,
+                  "hits": cache.hits, "misses": cache.misses if request.use_cache else 0},
         "environment": _environment(),
     }
 

@@ -31,6 +31,7 @@ from stylebench_jax.evaluation.cells import (
     CellResult,
     cell_fingerprint,
     code_digest,
+    numeric_versions,
     payload_digest,
     read_cell,
     write_cell,
@@ -133,6 +134,7 @@ def run_cells(models: Sequence[ModelEntry], units: Sequence[Any], cells_dir: Pat
     memo = _RecentEmbeddings(embed_fn or embed_direct)
     scorers = {m.label: TextScorer(m.model, embed_fn=memo) for m in models}
     digests = {(u.dataset, u.subset, u.task): payload_digest(u.payload) for u in units}
+    versions = tuple(f"{name}={value}" for name, value in numeric_versions().items())
     # Which cells are already done is read by the primary process and broadcast: with several
     # processes every one must make the same choice, whatever its view of the output directory.
     stored_cells = {} if settings.force else broadcast_from_primary(lambda: {
@@ -149,7 +151,7 @@ def run_cells(models: Sequence[ModelEntry], units: Sequence[Any], cells_dir: Pat
                 fingerprint = cell_fingerprint(
                     model_identity=entry.identity, data_digest=digests[key.dataset, key.subset, key.task],
                     seed=settings.seed, n_boot=settings.n_boot, code_version=f"{__version__}+{code_digest()}",
-                    extra=(unit.task,))
+                    extra=(unit.task, *versions))
                 stored = stored_cells.get(key)
                 if stored is not None and stored.fingerprint == fingerprint:
                     results.append(stored)

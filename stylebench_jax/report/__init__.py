@@ -14,11 +14,17 @@ __all__ = ["ScoreTable", "render_html", "render_leaderboard", "run_description",
 
 
 def run_description(suite: str, datasets: Sequence[tuple[str, str]], models: Sequence[str], *, seed: int,
-                    n_boot: int, version: str) -> tuple[str, list[str]]:
-    """Title and description lines of an eval run's report (``datasets``: ``[(name, size)]``)."""
-    return f"stylebench eval — {suite}", [
-        f"Suite {suite!r}: {', '.join(f'{name} ({size})' for name, size in datasets)}.",
-        f"Models: {', '.join(models)}. Seed {seed}, {n_boot} bootstrap replicates. stylebench_jax {version}."]
+                    n_boot: int, version: str, long_text: str = "chunk",
+                    max_length: int | None = None) -> tuple[str, list[str]]:
+    """Title and description lines of an eval run's report (``datasets``: ``[(name, size)]``); the
+    run and its re-render (``python -m stylebench_jax.report``, from run_info.json) both call it."""
+    lines = [f"Suite {suite!r}: {', '.join(f'{name} ({size})' for name, size in datasets)}.",
+             f"Models: {', '.join(models)}. Seed {seed}, {n_boot} bootstrap replicates. "
+             f"stylebench_jax {version}."]
+    if long_text != "chunk" or max_length is not None:
+        lines.append(f"Neural models embed long texts with --long-text {long_text}"
+                     + (f" --max-length {max_length}" if max_length else "") + ".")
+    return f"stylebench eval — {suite}", lines
 
 
 def write_report(output_dir: Path, rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]],

@@ -70,7 +70,9 @@ def render_run(run_dir: Path, output_dir: Path | None = None) -> tuple[Path, Pat
             title, description = run_description(
                 info["suite"], [(d["name"], d["size"]) for d in info["datasets"]],
                 [m["label"] for m in info["models"]], seed=info["seed"], n_boot=info["n_boot"],
-                version=info["environment"]["stylebench_jax"])
+                version=info["environment"]["stylebench_jax"],
+                **{key: value for key, value in info.get("encoding", {}).items()
+                   if key in ("long_text", "max_length")})
         except (KeyError, TypeError) as error:
             raise located(info_path, f"missing or malformed field {error}") from None
     output_dir = run_dir if output_dir is None else Path(output_dir)

@@ -118,6 +118,49 @@ def test_long_text_settings_reach_the_model_identity_and_run_info(capsys, tmp_pa
     identity = next(m["identity"] for m in info["models"] if m["label"] == str(model))
     assert "long_text=steb" in identity and "max_length=30" in identity and "norm=0" in identity
     assert "--long-text steb --max-length 30" in (out / "leaderboard.md").read_text()
+    # the re-render reads the encoding from run_info.json: the same bytes (it dropped that line)
+    from stylebench_jax.report.__main__ import main as rerender
+
+    assert rerender([str(out), "--output", str(tmp_path / "again")]) == 0
+    for name in ("leaderboard.md", "report.html"):
+        assert (tmp_path / "again" / name).read_bytes() == (out / name).read_bytes()
     # other settings: the neural cell is recomputed (new fingerprint), the baseline's is reused
     code, stdout, err = run_cli(capsys, *args, "--long-text", "truncate")
     assert code == 0 and "1 computed, 1 reused" in stdout, stdout
+
+
+def test_outputs_of_an_earlier_run_never_stay_beside_a_new_ones(capsys, tmp_path, data_root, cache_dir,
+                                                                 monkeypatch):
+    """A run stopped while writing its outputs left the previous run's report and run_info.json beside
+    its own results; and a library upgrade that may move numbers (scikit-learn...) reused cells."""
+    from stylebench_jax.evaluation import cells, pipeline
+
+    suite = tmp_path / "one.yaml"
+    suite.write_text("name: one\nsize: full\ndatasets:\n  - dataset: stel\n    subsets: [formality]\n"
+                     "    tasks: [order_quad]\n")
+    out = tmp_path / "run"
+    args = ["--models", "baseline:punctuation", "--suite", str(suite), "--output", str(out),
+            "--data-root", str(data_root), "--n-boot", "20", "--quiet"]
+    code, _, err = run_cli(capsys, *args)
+    assert code == 0, err
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["environment"]["scikit-learn"] and info["environment"]["code"]
+
+    def stopped(*_, **__):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "write_report", stopped)
+    code, _, _ = run_cli(capsys, *args, "--seed", "1")
+    assert code == 130
+    assert (out / "results.jsonl").exists() and not (out / "run_info.json").exists()
+    assert not (out / "report.html").exists() and not (out / "leaderboard.md").exists()
+    monkeypatch.undo()
+
+    code, stdout, _ = run_cli(capsys, *args, "--seed", "1")
+    assert code == 0 and "0 computed, 1 reused" in stdout, stdout
+    upgraded = {**cells.numeric_versions(), "scikit-learn": "99.0"}
+    monkeypatch.setattr(pipeline, "numeric_versions", lambda: upgraded)
+    monkeypatch.setattr("stylebench_jax.evaluation.runner.numeric_versions", lambda: upgraded)
+    code, stdout, _ = run_cli(capsys, *args, "--seed", "1")
+    assert code == 0 and "1 computed, 0 reused" in stdout, stdout
+    assert json.loads((out / "run_info.json").read_text())["environment"]["scikit-learn"] == "99.0"

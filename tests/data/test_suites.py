@@ -67,6 +67,12 @@ def test_suite_load_filters_units(tmp_path, data_root):
     bad = Suite(name="x", datasets=(entry,), path=tmp_path / "x.yaml")
     with pytest.raises(UserInputError, match="dataset 'cds_samples' has no subset"):
         bad.load(data_root)
+    # a subset and a task that exist, but not together: nothing to run (it ran 0 cells, exit 0)
+    empty = Suite(name="x", datasets=(SuiteEntry("pastel", "quick", ("clustering",), ("all",)),),
+                  path=tmp_path / "x.yaml")
+    with pytest.raises(UserInputError, match=r"dataset 'pastel': its subsets and tasks select no unit; it "
+                                             r"has \(subset/task\) .*all/probing"):
+        empty.load(data_root)
 
 
 @pytest.mark.parametrize("text, line, fragment", [
