@@ -9,7 +9,10 @@ minimises the mean negative log-likelihood::
 with L-BFGS (SciPy's L-BFGS-B over ``log T``, analytic gradient, so ``T`` stays positive). The
 authors' ``train_contrastive._optimize_temperature`` runs ``torch.optim.LBFGS(lr=0.01, max_iter=50)``
 from ``T = 1``, which can stop before the optimum; we run to convergence (``gtol`` 1e-10), so our
-``T`` is the NLL minimiser. ``T`` does not change the argmax, only the probabilities.
+``T`` is the NLL minimiser within ``[MIN_TEMPERATURE, MAX_TEMPERATURE]``. Two edge cases: on
+separable logits the NLL keeps falling as ``T -> 0`` and the search stops where it is flat (NLL
+~1e-9, ``T`` above the lower bound); when every argmax is wrong ``T`` ends at the upper bound and
+every probability is ~0.5. ``T`` does not change the argmax, only the probabilities.
 
 Threshold search (seed §5.1, appendix "Calibration"): the decision is ``P(same) >= tau``; ``tau`` is
 the grid value in ``0.01, 0.02, ..., 0.99`` (the authors' ``np.linspace(0.01, 0.99, 99)``) that
@@ -31,6 +34,7 @@ from scipy.special import logsumexp, softmax
 THRESHOLD_GRID = np.linspace(0.01, 0.99, 99)
 THRESHOLD_METRICS = ("balanced_accuracy", "accuracy", "f1")
 MIN_TEMPERATURE = 1e-3
+MAX_TEMPERATURE = 1e4
 
 
 def _check_logits(logits, labels) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +78,7 @@ def fit_temperature(logits, labels) -> float:
         return value, np.array([grad])
 
     result = minimize(objective, x0=np.array([0.0]), jac=True, method="L-BFGS-B",
-                      bounds=[(np.log(MIN_TEMPERATURE), np.log(1e4))],
+                      bounds=[(np.log(MIN_TEMPERATURE), np.log(MAX_TEMPERATURE))],
                       options={"gtol": 1e-10, "maxiter": 200})
     return float(np.exp(result.x[0]))
 

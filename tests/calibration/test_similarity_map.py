@@ -33,11 +33,35 @@ def _pairs(n, seed=0, shape="sigmoid"):
 def test_logistic_is_unpenalised_maximum_likelihood():
     cos, labels, _ = _pairs(800)
     m = fit_logistic(cos, labels)
-    ref = LogisticRegression(C=np.inf, max_iter=1000).fit(cos[:, None], labels)
+    ref = LogisticRegression(C=np.inf, max_iter=1000, tol=1e-12).fit(cos[:, None], labels)  # to convergence
     assert m.coef == pytest.approx(ref.coef_[0, 0], rel=1e-4)
     assert m.intercept == pytest.approx(ref.intercept_[0], rel=1e-4)
     assert m.coef == pytest.approx(12, rel=0.25)  # the generating slope
     np.testing.assert_allclose(m(cos), ref.predict_proba(cos[:, None])[:, 1], rtol=1e-6)
+
+
+def test_logistic_reaches_the_maximum_on_a_narrow_band_of_cosines():
+    """Cosines at 0.99 +- 0.002 (mean-pooled decoders): the fit on raw cosines stopped at a ~ 0.04
+    (a flat map) with no warning; the maximum-likelihood slope is ~190."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        labels = rng.integers(0, 2, 1320)
+        cos = 0.99 + 0.001 * labels + 0.002 * rng.standard_normal(1320)
+    u = (cos - cos.mean()) / cos.std()
+
+    def nll(w):
+        p = np.clip(expit(w[0] * u + w[1]), 1e-15, 1 - 1e-15)
+        return -np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p))
+
+    w = minimize(nll, [0.0, 0.0], method="BFGS", options={"gtol": 1e-12}).x
+    m = fit_logistic(cos, labels)
+    assert m.coef == pytest.approx(w[0] / cos.std(), rel=1e-3) and m.coef > 150
+    np.testing.assert_allclose(m(cos), expit(w[0] * u + w[1]), atol=1e-4)
+    flat = fit_logistic(np.full(10, 0.5), [0, 1] * 5)  # constant cosines: the base rate
+    assert flat.coef == 0 and flat(0.7) == pytest.approx(0.5)
 
 
 def test_isotonic_map_equals_sklearn_predict_and_clips():
@@ -110,6 +134,16 @@ def test_bad_files_name_the_problem(tmp_path):
     path.write_text(json.dumps({"style_calibration": {"method": "logistic", "coef": "x", "intercept": 0},
                                 "meta": {}, "embedder": {}}))
     with pytest.raises(UserInputError, match="coef: expected a finite number"):
+        StyleCalibration(path)
+    for key, values, fragment in (("x_thresholds", [0.1, None], "x_thresholds\\[1\\]"),
+                                  ("y_values", ["a", 0.3], "y_values\\[0\\]")):
+        isotonic = {"method": "isotonic", "x_thresholds": [0.1, 0.2], "y_values": [0.2, 0.3], key: values}
+        path.write_text(json.dumps({"style_calibration": isotonic, "meta": {}, "embedder": {}}))
+        with pytest.raises(UserInputError, match=fragment + ": expected a finite number"):
+            StyleCalibration(path)  # a TypeError traceback before
+    path.write_text(json.dumps({"style_calibration": {"method": "logistic", "coef": True, "intercept": 0},
+                                "meta": {}, "embedder": {}}))
+    with pytest.raises(UserInputError, match="coef: expected a finite number, found True"):
         StyleCalibration(path)
 
 
