@@ -14,8 +14,19 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 NEG = -1e9  # logit of a masked candidate (finite, so masked rows cannot produce NaN)
+
+
+def balanced_class_weights(labels: np.ndarray, *, enabled: bool = True) -> tuple[float, float]:
+    """``N / (2 N_c)`` per class (scikit-learn's "balanced"); 1 for an absent class, and for both
+    unless ``enabled`` (``loss.class_weights``)."""
+    if not enabled:
+        return 1.0, 1.0
+    labels = np.asarray(labels, np.int64)
+    counts = np.bincount(labels, minlength=2).astype(np.float64)
+    return tuple(float(labels.size / (2 * c)) if c else 1.0 for c in counts)
 
 
 def weighted_cross_entropy(logits: jax.Array, labels: jax.Array, valid: jax.Array, *,
@@ -57,7 +68,11 @@ def supcon(anchors: jax.Array, anchor_groups: jax.Array, anchor_index: jax.Array
         l_i = -1/|P(i)| sum_{p in P(i)} log( exp(z_i.z_p / t) / sum_{a in A(i)} exp(z_i.z_a / t) )
 
     Items of the anchor's group are positives, never negatives. Anchors without a positive do not
-    count. ``anchors [n, D]``, ``candidates [M, D]`` L2-normalised; ``anchor_index [n]`` row of each
+    count: the loss is their mean over the anchors that have one (Eq. 2 of Khosla et al. 2020). The
+    authors' reference ``SupConLoss`` (SupContrast) counts such anchors as 0 in a mean over all
+    anchors and scales by ``t / base_t`` (equal at t = 0.07); in pairs mode, where the texts of a
+    negative pair often have no positive in the batch, ours weighs the term more.
+    ``anchors [n, D]``, ``candidates [M, D]`` L2-normalised; ``anchor_index [n]`` row of each
     anchor in the candidates; ``*_valid`` mask padding. Returns ``(sum_i l_i, #anchors counted)``;
     a batch with no positive pair gives ``(0, 0)``, not NaN.
     """

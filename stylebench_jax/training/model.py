@@ -18,8 +18,8 @@
   its ``cos(theta) - m sin(m)`` fallback past ``theta > pi - m``), at evaluation ``s cos(theta)``.
 - ``adversary``: topic classifier (5 coarse topics) behind a gradient-reversal layer
   (``losses.gradient_reversal``), on each text's embedding.
-- ``log_temperature``: the learnable contrastive temperature, ``t = exp(log_temperature)`` clipped
-  to [0.01, 1] (initial 0.07, as SupCon).
+- ``log_temperature``: the learnable contrastive temperature, ``t = exp(log_temperature)``, kept in
+  [0.01, 1] by clamping the parameter after each update (initial 0.07, as SupCon).
 """
 
 from __future__ import annotations
@@ -38,6 +38,13 @@ from stylebench_jax.training.losses import gradient_reversal
 
 CLASSIFIERS = ("arcface", "mlp")
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 1.0
+
+
+def clamp_temperature(params: dict) -> dict:
+    """``params`` with ``log_temperature`` clipped to ``[log MIN_TEMPERATURE, log MAX_TEMPERATURE]``
+    (applied after each optimiser update)."""
+    bounded = jnp.clip(params["log_temperature"], math.log(MIN_TEMPERATURE), math.log(MAX_TEMPERATURE))
+    return {**params, "log_temperature": bounded}
 
 
 def _dense(features: int, axes: tuple, name: str) -> nn.Dense:
@@ -72,7 +79,9 @@ class ArcFace(nn.Module):
         cos = jnp.clip(z @ centres.T, -1.0, 1.0)
         if labels is None:
             return self.scale * cos
-        sin = jnp.sqrt(jnp.clip(1.0 - cos * cos, 0.0, 1.0))
+        # floor 1e-12: at cos = +-1 the square root's derivative is infinite and a NaN gradient
+        # would reach every parameter (the forward moves by at most 1e-6 * sin(m))
+        sin = jnp.sqrt(jnp.clip(1.0 - cos * cos, 1e-12, 1.0))
         phi = cos * math.cos(self.margin) - sin * math.sin(self.margin)
         fallback = cos - math.sin(math.pi - self.margin) * self.margin
         phi = jnp.where(cos > math.cos(math.pi - self.margin), phi, fallback)
@@ -157,7 +166,10 @@ class BiEncoder(nn.Module):
         return self.adversary(h, scale)
 
     def temperature(self):
-        return jnp.exp(jnp.clip(self.log_temperature, math.log(MIN_TEMPERATURE), math.log(MAX_TEMPERATURE)))
+        """``exp(log_temperature)``; the train step keeps ``log_temperature`` in its bounds by clamping
+        the parameter after each update (:func:`clamp_temperature`), as CLIP: a clip here would have
+        zero gradient past a bound, and the optimiser's momentum could leave it there for good."""
+        return jnp.exp(self.log_temperature)
 
     def __call__(self, input_ids, attention_mask, deterministic: bool = True):
         """Touches every part once (for ``init``): embeds the batch as text1 and text2 of pairs."""

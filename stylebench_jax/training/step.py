@@ -42,7 +42,7 @@ from jax.sharding import PartitionSpec as P
 from stylebench_jax.parallel import replicated
 from stylebench_jax.training.config import LossConfig, OptimConfig
 from stylebench_jax.training.losses import distillation_kl, info_nce, supcon, weighted_cross_entropy
-from stylebench_jax.training.model import BiEncoder
+from stylebench_jax.training.model import BiEncoder, clamp_temperature
 
 AXIS = "data"
 HEAD_KEY = 1 << 20  # fold_in index of the heads' dropout key (chunks use 0, 1, 2, ...)
@@ -284,7 +284,7 @@ def train_step(state: TrainState, batch: dict, rng: jax.Array, *, model: BiEncod
     grads = lax.pmean(grads, AXIS)
     loss, parts = lax.pmean((loss, parts), AXIS)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
+    params = clamp_temperature(optax.apply_updates(state.params, updates))
     metrics = {"loss": loss, **parts, "grad_norm": optax.tree.norm(grads)}
     return TrainState(state.step + 1, params, opt_state), metrics
 

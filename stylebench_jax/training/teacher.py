@@ -36,7 +36,7 @@ from stylebench_jax.parallel.distributed import fetch
 from stylebench_jax.progress import progress_bar
 from stylebench_jax.training.config import OptimConfig, TrainConfig
 from stylebench_jax.training.data import PairSet, TrainingData
-from stylebench_jax.training.losses import weighted_cross_entropy
+from stylebench_jax.training.losses import balanced_class_weights, weighted_cross_entropy
 from stylebench_jax.training.step import make_optimizer
 
 
@@ -119,8 +119,8 @@ def _train_teacher(config: TrainConfig, base: EncoderFiles, pairs: PairSet, mesh
     first, second = [texts[i] for i in pairs.first], [texts[i] for i in pairs.second]
     two = base.config.type_vocab_size > 1
     ids, mask, types = pair_inputs(base.tokenizer, first, second, config.model.max_length, two)
-    counts = np.bincount(pairs.labels, minlength=2)
-    weights = np.where(counts > 0, len(pairs) / (2 * np.maximum(counts, 1)), 1.0).astype(np.float32)
+    # as the bi-encoder's cross-entropy: balanced class weights only with loss.class_weights
+    weights = np.asarray(balanced_class_weights(pairs.labels, enabled=config.loss.class_weights), np.float32)
     smoothing = config.loss.label_smoothing
 
     @functools.partial(jax.jit, donate_argnums=(0, 1))

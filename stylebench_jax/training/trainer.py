@@ -60,6 +60,7 @@ from stylebench_jax.progress import progress_bar
 from stylebench_jax.training.checkpoints import RunCheckpoints
 from stylebench_jax.training.config import TrainConfig
 from stylebench_jax.training.data import TrainingData
+from stylebench_jax.training.losses import balanced_class_weights
 from stylebench_jax.training.model import BiEncoder
 from stylebench_jax.training.step import (
     StepSpec,
@@ -180,12 +181,6 @@ def initial_params(model: BiEncoder, base: EncoderFiles, mesh: Mesh, seed: int, 
     return params
 
 
-def class_weights(labels: np.ndarray) -> tuple[float, float]:
-    """``N / (2 N_c)`` per class (scikit-learn's "balanced"); 1 for an absent class."""
-    counts = np.bincount(np.asarray(labels, np.int64), minlength=2).astype(np.float64)
-    return tuple(float(labels.size / (2 * c)) if c else 1.0 for c in counts)
-
-
 class Trainer:
     def __init__(self, config: TrainConfig, run_dir: Path, *, base: EncoderFiles, data: TrainingData,
                  mesh: Mesh, hooks: Sequence[Hook] = (), progress: bool = True,
@@ -210,7 +205,7 @@ class Trainer:
         if teacher_logits is not None:
             data.train.teacher = teacher_logits
         self.spec = StepSpec(config.loss, self.total_steps, n_data,
-                             class_weights(data.train.labels) if config.loss.class_weights else (1.0, 1.0),
+                             balanced_class_weights(data.train.labels, enabled=config.loss.class_weights),
                              tc.embed_chunk, use_ce=use_ce, use_topics=self.model.n_topics > 0,
                              use_teacher=teacher_logits is not None, train_dropout=True)
         self.optimizer = make_optimizer(config.optim, self.total_steps)

@@ -236,3 +236,44 @@ def test_head_learning_rate_moves_only_the_heads_faster():
     _, state = same.update(grads, same.init(params), params)
     updates, _ = same.update(grads, state, params)
     assert float(jnp.max(jnp.abs(updates["head"]["centres"]))) == pytest.approx(1e-5, rel=1e-2)
+
+
+def test_temperature_stays_learnable_at_its_bounds():
+    """The clip sat in the forward pass: past a bound its gradient was exactly 0 and the temperature
+    froze there. Now the parameter is clamped after each update and its gradient stays live."""
+    import math
+
+    from stylebench_jax.training.model import MAX_TEMPERATURE, MIN_TEMPERATURE
+
+    model = tiny_model(dropout_rate=0.0, head_dropout=0.0)
+    params = init(model)
+    batch = make_batch(8, seed=2)
+    mesh = make_mesh("data=1", jax.devices()[:1])
+    spec = StepSpec(LossConfig(contrastive="supcon"), total_steps=10, n_data=1, train_dropout=False)
+    optimizer = make_optimizer(OptimConfig(learning_rate=0.5, warmup=0.0, head_learning_rate=0.5), 10)
+    step = compile_step(functools.partial(train_step, model=model, spec=spec, optimizer=optimizer), mesh)
+    for start in (math.log(MIN_TEMPERATURE) - 0.01, math.log(MAX_TEMPERATURE) + 0.4):
+        outside = {**params, "log_temperature": np.float32(start)}
+        _, grads = _grads(model, outside, batch, spec, mesh, cached=True)
+        assert float(grads["log_temperature"]) != 0.0  # it was exactly 0 past either bound
+        state, _ = step(init_state(outside, optimizer, mesh), batch, jax.random.key(5))
+        value = float(state.params["log_temperature"])
+        assert math.log(MIN_TEMPERATURE) - 1e-6 <= value <= math.log(MAX_TEMPERATURE) + 1e-6
+
+
+def test_arcface_gradients_are_finite_at_a_cosine_of_one():
+    from stylebench_jax.training.model import ArcFace
+
+    head = ArcFace(width=4)
+    x = jnp.eye(4)[:1]
+    params = head.init(jax.random.key(0), x, jnp.array([0]))["params"]
+    params = jax.tree.map(lambda p: p, dict(params))
+    params["project"] = {"kernel": jnp.eye(4), "bias": jnp.zeros(4)}
+    params["centres"] = jnp.eye(4)[:2]  # class 0's centre is the input's direction: cos = 1 exactly
+
+    def loss(p):
+        logits = head.apply({"params": p}, x, jnp.array([0]))
+        return -jax.nn.log_softmax(logits)[0, 0]
+
+    grads = jax.grad(loss)(params)
+    assert all(np.isfinite(np.asarray(g)).all() for g in jax.tree_util.tree_leaves(grads))  # were NaN
