@@ -42,8 +42,9 @@ how neural models embed texts over the token budget: chunk (default; ours: split
 spaCy's sentencizer, pack chunks within the model's budget (sentence_bert_config.json, 256 for
 MiniLM), cut over-long sentences into windows, mean-pool the chunk vectors), truncate (keep the
 first budget tokens), steb (STEB's chunk-and-pool: budget = the tokenizer's model_max_length, 512
-for MiniLM; sentences from the en_core_web_sm parser; over-long sentences truncated; mean pooling,
-no normalisation, no prompt, as STEB's generic loader; BERT-family encoders only), steb-truncate
+for MiniLM; sentences from the en_core_web_sm parser; over-long sentences truncated; by default mean
+pooling, no normalisation, no prompt, as STEB's generic loader (--pooling/--prompt still apply);
+BERT-family encoders only), steb-truncate
 (STEB's settings, each text truncated: its App. F comparison)"""
 
 
