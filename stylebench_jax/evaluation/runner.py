@@ -24,6 +24,7 @@ import numpy as np
 
 from stylebench_jax import __version__
 from stylebench_jax.encoders.base import Embedder, PairSimilarity, embed_direct
+from stylebench_jax.errors import UserInputError
 from stylebench_jax.evaluation.cells import (
     STATUS_NOT_APPLICABLE,
     STATUS_OK,
@@ -39,7 +40,7 @@ from stylebench_jax.evaluation.cells import (
 from stylebench_jax.hashing import texts_digest
 from stylebench_jax.parallel.distributed import broadcast_from_primary
 from stylebench_jax.progress import progress_bar
-from stylebench_jax.tasks.base import EmbedFn, NotApplicable, Score, TaskContext, TextScorer
+from stylebench_jax.tasks.base import EmbedFn, NotApplicable, Score, TaskContext, TextScorer, TooFewInstances
 from stylebench_jax.tasks.registry import run_task
 
 TaskRunner = Callable[..., list[Score]]
@@ -176,6 +177,9 @@ def _compute_cell(key: CellKey, fingerprint: str, scorer: TextScorer, unit, sett
     except NotApplicable as reason:
         return CellResult(key, fingerprint, STATUS_NOT_APPLICABLE, (), str(reason) or type(reason).__name__,
                           time.perf_counter() - start)
+    except TooFewInstances as error:  # the data, not the code: one line naming the cell
+        raise UserInputError(f"cell {key.describe()}: {error} (is the dataset under the data root "
+                             "complete?)") from None
     except Exception as error:
         error.add_note(f"while evaluating cell {key.describe()}")
         raise

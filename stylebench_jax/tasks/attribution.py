@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from stylebench_jax.metrics import DEFAULT_KS, ranking_metrics_topk, ranking_per_query, topk_ties_unresolved
-from stylebench_jax.tasks.base import NotApplicable, Score, TaskContext, TextScorer
+from stylebench_jax.tasks.base import NotApplicable, Score, TaskContext, TextScorer, TooFewInstances
 from stylebench_jax.tasks.breakdowns import mean_scores, query_strata, stratum_groups
 
 MRR_CUTOFF = 100
@@ -153,7 +153,7 @@ def attribution_scores(run: AttributionRun, strata: dict[str, np.ndarray], ks: S
                        *, seed: int, n_boot: int, suffix: str = "", breakdowns: bool = True) -> list[Score]:
     """Overall Scores (first = primary) and the mandatory breakdowns of one run."""
     if run.queries.size == 0:
-        raise ValueError("no document has another document by its author in the pool")
+        raise TooFewInstances("no document has another document by its author in the pool")
     names = ordered_names(ks, mrr_cutoff)
     matrix = np.stack([run.values[name] for name in names])
     scores = mean_scores(names, matrix, seed=seed, n_boot=n_boot, suffix=suffix)

@@ -22,6 +22,12 @@ class NotApplicable(Exception):
     """This scorer cannot run this task (e.g. clustering with a similarity-only baseline)."""
 
 
+class TooFewInstances(ValueError):
+    """The payload is too small or too uniform for the task's protocol (fewer texts than clusters, no
+    pair of one label, ...): a property of the data, which ``stylebench eval`` reports as one line
+    naming the cell, not as a traceback."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Score:
     """One reported number: point estimate, 95% bootstrap interval, and the instance count."""

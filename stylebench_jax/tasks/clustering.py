@@ -46,7 +46,7 @@ from stylebench_jax.metrics import (
     v_measure_from_contingency,
 )
 from stylebench_jax.metrics.labels import encode_labels
-from stylebench_jax.tasks.base import Score, TaskContext, TextScorer
+from stylebench_jax.tasks.base import Score, TaskContext, TextScorer, TooFewInstances
 
 KMEANS_BATCH_SIZE = 32
 AMI_MAX_BOOT = 200
@@ -112,9 +112,9 @@ def cluster_embeddings(embeddings: np.ndarray, labels: Sequence, *, seed: int = 
     if embeddings.ndim != 2 or embeddings.shape[0] != codes.size:
         raise ValueError(f"embeddings {embeddings.shape} do not match {codes.size} labels")
     if n_labels < 2:
-        raise ValueError(f"clustering needs at least 2 distinct labels, got {n_labels}")
+        raise TooFewInstances(f"clustering needs at least 2 distinct labels, got {n_labels}")
     if codes.size <= n_labels:
-        raise ValueError(f"clustering {codes.size} texts into {n_labels} clusters needs more texts "
+        raise TooFewInstances(f"clustering {codes.size} texts into {n_labels} clusters needs more texts "
                          f"than labels")
     clusters = kmeans_assign(embeddings, n_labels, seed=seed)
     return cluster_scores(codes, clusters, seed=seed, n_boot=n_boot)

@@ -64,7 +64,7 @@ from scipy.optimize import linear_sum_assignment
 from stylebench_jax.data.stel import StelInstance
 from stylebench_jax.data.units import OrderedLists, StelSet
 from stylebench_jax.metrics.bootstrap import bootstrap_ci
-from stylebench_jax.tasks.base import Score, TaskContext, TextScorer
+from stylebench_jax.tasks.base import Score, TaskContext, TextScorer, TooFewInstances
 
 MAX_ASSIGNMENTS = 5040
 DEFAULT_RESAMPLES = 1000
@@ -284,7 +284,7 @@ def evaluate_ordered_lists(scorer: TextScorer, groups: Sequence[Sequence[str]], 
     instance); the bootstrap resamples instances. Groups need at least 2 texts.
     """
     if len(groups) < 2 or any(len(group) < 2 for group in groups):
-        raise ValueError(f"order alignment needs at least 2 groups of at least 2 ordered texts, got "
+        raise TooFewInstances(f"order alignment needs at least 2 groups of at least 2 ordered texts, got "
                          f"{len(groups)} group(s)")
     pairs = pair_groups(groups, max_instances=max_instances, seed=seed)
     rng = np.random.default_rng(seed)
@@ -431,7 +431,7 @@ def evaluate_ordered_lists_steb(scorer: TextScorer, groups: Sequence[Sequence[st
     unordered pair of groups, no sampling (``G (G - 1) / 2`` Hungarian problems of size K, three per
     pair). Returns ``accuracy_steb`` and ``distractor_accuracy_steb``; ``n`` = group pairs."""
     if len(groups) < 2 or any(len(group) < 2 for group in groups):
-        raise ValueError(f"order alignment needs at least 2 groups of at least 2 ordered texts, got "
+        raise TooFewInstances(f"order alignment needs at least 2 groups of at least 2 ordered texts, got "
                          f"{len(groups)} group(s)")
     if len({len(group) for group in groups}) > 1:
         raise ValueError(f"all groups need the same number of ordered texts, got lengths "

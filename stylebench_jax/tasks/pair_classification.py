@@ -46,7 +46,7 @@ from stylebench_jax.metrics import (
     percentile_interval,
 )
 from stylebench_jax.metrics.labels import encode_labels
-from stylebench_jax.tasks.base import NotApplicable, Score, TaskContext, TextScorer
+from stylebench_jax.tasks.base import NotApplicable, Score, TaskContext, TextScorer, TooFewInstances
 
 MAX_BOOT_ITEMS = 200
 MAX_SIMILARITY_PAIRS = 200_000
@@ -61,7 +61,7 @@ def _label_codes(labels: Sequence) -> np.ndarray:
 def _check_both_classes(same: np.ndarray, what: str) -> None:
     if same.all() or not same.any():
         kind = "different" if same.all() else "same"
-        raise ValueError(f"{what}: no {kind}-label pairs, so AUROC is undefined")
+        raise TooFewInstances(f"{what}: no {kind}-label pairs, so AUROC is undefined")
 
 
 def all_pairs_scores(embeddings: np.ndarray, labels: Sequence) -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +110,7 @@ def _item_bootstrap(pair_scores_of, n_items: int, codes: np.ndarray, point: tupl
         reps = bootstrap_replicates(_weighted_pair_stat(sub_scores, sub_same, i, j), m, n_boot=n_boot,
                                     seed=seed + 1, strata=codes[subset])
     except ValueError as error:
-        raise ValueError(f"all-to-all item bootstrap on {m} items: {error}; every label needs several "
+        raise TooFewInstances(f"all-to-all item bootstrap on {m} items: {error}; every label needs several "
                          f"items for an item-level interval") from None
     scale = np.sqrt(m / n_items)
     out = []
@@ -136,7 +136,7 @@ def all_to_all_from_embeddings(embeddings: np.ndarray, labels: Sequence, *, seed
     kwargs = {} if block_size is None else {"block_size": block_size}
     result = all_pairs_auroc_eer(embeddings, codes, mesh=mesh, **kwargs)
     if result.n_pos == 0 or result.n_neg == 0:
-        raise ValueError(f"all-to-all pairs: {result.n_pos} same-label and {result.n_neg} "
+        raise TooFewInstances(f"all-to-all pairs: {result.n_pos} same-label and {result.n_neg} "
                          f"different-label pairs; AUROC needs both")
     point = float(result.auroc), float(result.eer)
     vectors = embeddings.astype(np.float64)
@@ -215,7 +215,7 @@ def evaluate_predefined_pairs(scorer: TextScorer, pairs: Sequence[tuple[str, str
     scorers. Returns ``[Score("auroc"), Score("eer")]`` (first = primary).
     """
     if not pairs:
-        raise ValueError("no pairs given")
+        raise TooFewInstances("no pairs given")
     a = [p[0] for p in pairs]
     b = [p[1] for p in pairs]
     labels = np.array([bool(p[2]) for p in pairs])

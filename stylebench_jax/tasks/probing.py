@@ -75,7 +75,7 @@ from threadpoolctl import threadpool_limits
 
 from stylebench_jax.data.units import Texts
 from stylebench_jax.metrics import bootstrap_replicates, percentile_interval
-from stylebench_jax.tasks.base import Score, TaskContext, TextScorer
+from stylebench_jax.tasks.base import Score, TaskContext, TextScorer, TooFewInstances
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ def probing_scores(result: ProbingResult, *, seed: int = 0, n_boot: int = 1000,
     test-set size.
     """
     if not result.probes:
-        raise ValueError(f"no feature could be probed: {result.skipped}")
+        raise TooFewInstances(f"no feature could be probed: {result.skipped}")
     per_feature_reps = []
     for f, probe in enumerate(result.probes):
         values = probe.test_correct.astype(np.float64)

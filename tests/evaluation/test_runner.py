@@ -186,6 +186,19 @@ def test_not_applicable_from_task_keeps_message(tmp_path):
     assert skipped_rows(outcome.cells)[0]["reason"] == "needs labels with at least two classes"
 
 
+def test_too_small_data_is_one_line_naming_the_cell(tmp_path):
+    """A truncated dataset (3 texts for 3 clusters) ended in a ValueError traceback."""
+    from stylebench_jax.errors import UserInputError
+    from stylebench_jax.tasks.clustering import cluster_embeddings
+
+    def tiny(task, scorer, payload, *, seed, n_boot):
+        return cluster_embeddings(np.eye(3), ["a", "b", "c"], seed=seed, n_boot=n_boot)
+
+    with pytest.raises(UserInputError, match=r"cell chars / toy:a / needs_vectors: clustering 3 texts into 3 "
+                                             r"clusters needs more texts than labels \(is the dataset"):
+        run_cells(models()[:1], UNITS[:1], tmp_path, task_runner=tiny, settings=EvalSettings(progress=False))
+
+
 def test_same_texts_are_embedded_once_per_model(tmp_path):
     embedder = CharHistogram()
     units = [Unit("toy", subset, "needs_vectors", UNITS[0].payload) for subset in ("a", "b")]
