@@ -73,24 +73,27 @@ def _load_queries(path: Path, normalize: bool) -> np.ndarray:
     _, shape, _ = read_npy_header(path)
     if shape[0] == 0:
         raise located(path, "no query rows; expected a float .npy [Q, D] with Q >= 1")
-    wide = np.load(path, allow_pickle=False).astype(np.float64)
-    bad = np.flatnonzero(~np.isfinite(wide).all(axis=1))
-    if bad.size:
-        raise located(path, f"row {bad[0]}: NaN or infinity in the embedding")
-    if normalize:  # in float64, so that tiny rows keep their direction (float32 would flush them)
-        norms = np.linalg.norm(wide, axis=1, keepdims=True)
-        zero = np.flatnonzero(norms[:, 0] == 0)
-        if zero.size:
-            raise located(path, f"row {zero[0]}: all zeros, so it has no direction to normalise "
-                                "(a cosine with it is undefined)")
-        wide = wide / norms
-    if not normalize and wide.shape[0]:
+    raw = np.load(path, allow_pickle=False)
+    q = np.empty(raw.shape, np.float32)
+    for start in range(0, raw.shape[0], 65536):  # checked and normalised in float64, block by block
+        wide = raw[start:start + 65536].astype(np.float64)
+        bad = np.flatnonzero(~np.isfinite(wide).all(axis=1))
+        if bad.size:
+            raise located(path, f"row {start + bad[0]}: NaN or infinity in the embedding")
         norms = np.linalg.norm(wide, axis=1)
-        off = np.flatnonzero(np.abs(norms - 1.0) > NORM_TOLERANCE)
-        if off.size:
-            raise located(path, f"row {off[0]}: L2 norm {norms[off[0]]:.4g}, expected 1 "
-                                "(normalise the rows or pass --normalize)")
-    return wide.astype(np.float32)
+        if normalize:  # in float64: a float32 norm of tiny rows underflows, of huge ones overflows
+            zero = np.flatnonzero(norms == 0)
+            if zero.size:
+                raise located(path, f"row {start + zero[0]}: all zeros, so it has no direction to "
+                                    "normalise (a cosine with it is undefined)")
+            wide /= norms[:, None]
+        else:
+            off = np.flatnonzero(np.abs(norms - 1.0) > NORM_TOLERANCE)
+            if off.size:
+                raise located(path, f"row {start + off[0]}: L2 norm {norms[off[0]]:.4g}, expected 1 "
+                                    "(normalise the rows or pass --normalize)")
+        q[start:start + len(wide)] = wide
+    return q
 
 
 def _first_off_norm(pool, block: int, normalize: bool) -> tuple[int, float]:

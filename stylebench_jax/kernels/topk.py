@@ -199,9 +199,11 @@ def _check_queries(queries, normalize: bool) -> np.ndarray:
     if bad.size:
         raise ValueError(f"queries: row {bad[0]} holds NaN or infinity")
     if normalize:  # in float64: a float32 norm of large finite rows overflows (and of tiny ones underflows)
-        wide = q.astype(np.float64)
-        norms = np.linalg.norm(wide, axis=1, keepdims=True)
-        q = (wide / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        q = q.copy()
+        for start in range(0, q.shape[0], 65536):  # bounded extra memory for large query sets
+            wide = q[start:start + 65536].astype(np.float64)
+            norms = np.linalg.norm(wide, axis=1, keepdims=True)
+            q[start:start + 65536] = wide / np.where(norms > 0, norms, 1.0)
     return q
 
 
