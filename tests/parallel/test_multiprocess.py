@@ -254,7 +254,7 @@ def test_early_failures_end_every_process_at_once_with_one_line(material, tmp_pa
         start = time.time()
         proc = subprocess.Popen(["bash", str(LAUNCH), "--devices", "2", "--port", str(port), "--log-dir",
                                  str(tmp_path / "logs"), "2", *embed], cwd=REPO,
-                                env={**environment(tmp_path, "cache-2p"), "STYLEBENCH_INIT_TIMEOUT": "15"},
+                                env={**environment(tmp_path, "cache-2p"), "STYLEBENCH_INIT_TIMEOUT": "5"},
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         _, err = proc.communicate(timeout=240)
