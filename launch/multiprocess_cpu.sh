@@ -86,17 +86,19 @@ settle=$(( ${STYLEBENCH_HEARTBEAT_TIMEOUT:-30} + 15 ))
 # the SIGKILL is scheduled.
 # shellcheck disable=SC2317  # called by the traps and on the first failure
 stop() {
-  local delay=$1 interrupt=$2
+  local delay=$1 interrupt=$2 targets
   [[ -z $stopper ]] || return 0
+  targets=("${!running[@]}")  # the subshells of the processes still running
   (
     sleep "$delay"
-    [[ $interrupt == 0 ]] || for pid in "${pids[@]}"; do pkill -INT -P "$pid" 2>/dev/null || true; done
+    [[ $interrupt == 0 ]] || for pid in "${targets[@]}"; do pkill -INT -P "$pid" 2>/dev/null || true; done
     sleep "$grace"
-    for pid in "${pids[@]}"; do pkill -KILL -P "$pid" 2>/dev/null || true; done
+    for pid in "${targets[@]}"; do pkill -KILL -P "$pid" 2>/dev/null || true; done
   ) >/dev/null 2>&1 &  # off this script's pipes, which a reader waits on
   stopper=$!
 }
 stopper=""
+declare -A index running
 trap 'stop 0 0' INT
 trap 'stop 0 1' TERM
 for ((i = 0; i < n; i++)); do
@@ -105,13 +107,13 @@ for ((i = 0; i < n; i++)); do
   # output goes to fd 3, the terminal): a dying process reports itself in one line (parallel/guard.py).
   ( env "${assignments[@]}" "$@" 2>&3 3>&-; status=$?; exit "$status" ) 3>&2 2>/dev/null &
   pids+=($!)
+  running[$!]=1
   echo "$!" > "$log_dir/process-$i.pid"
 done
 # Wait for the processes in the order they finish; after the first failure the others are stopped
 # once $settle s have passed (they could otherwise wait for the failed one until a start-up or
 # collective timeout, minutes).
-declare -A index running
-for i in "${!pids[@]}"; do index[${pids[$i]}]=$i; running[${pids[$i]}]=1; done
+for i in "${!pids[@]}"; do index[${pids[$i]}]=$i; done
 status=0
 while (( ${#running[@]} > 0 )); do
   finished=""
