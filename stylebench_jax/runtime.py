@@ -18,6 +18,14 @@ from pathlib import Path
 XLA_CACHE_DIR = "xla"  # under the cache root, beside the embedding spaces
 
 
+def installed_version(package: str) -> str | None:
+    """The installed distribution's version from its metadata (nothing is imported), or None."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def enable_compilation_cache(cache_root: str | Path | None = None) -> Path:
     """Persist compiled XLA programs under ``<cache root>/xla`` (cache root: ``cache_root``, else
     ``$STYLEBENCH_CACHE``, else ``~/.cache/stylebench``) so later runs skip compilation; programs

@@ -163,17 +163,11 @@ def numeric_versions() -> dict[str, str]:
     scikit-learn; SciPy; NumPy; spaCy and its English model for probing's features and STEB's
     sentence splitting): part of every cell's fingerprint, so a stored cell is not reused after an
     upgrade that may move its numbers, and recorded in run_info.json."""
-    from importlib import metadata
-
+    from stylebench_jax.runtime import installed_version
     from stylebench_jax.text.features import SPACY_MODEL
 
-    def version(package: str) -> str:  # read from the installed metadata: nothing is imported
-        try:
-            return metadata.version(package)
-        except metadata.PackageNotFoundError:
-            return "absent"
-
-    return {name: version(name) for name in ("numpy", "scipy", "scikit-learn", "spacy", SPACY_MODEL)}
+    return {name: installed_version(name) or "absent"
+            for name in ("numpy", "scipy", "scikit-learn", "spacy", SPACY_MODEL)}
 
 
 def cell_fingerprint(*, model_identity: str, data_digest: str, seed: int, n_boot: int,

@@ -61,20 +61,20 @@ class ScoreTable:
         return sorted(self.values, key=key)
 
 
-def _text(text: str) -> str:
+def markdown_text(text: str) -> str:
     """``text`` for a Markdown line: ``<``/``>`` would start an HTML tag (a model called ``<tfidf>``
     would vanish on GitHub), so they are backslash-escaped."""
     return re.sub(r"([<>])", r"\\\1", str(text))
 
 
-def _escape(text: str) -> str:
-    """``text`` for a Markdown table cell: as ``_text``, and ``|`` (it would end the cell)."""
-    return _text(text).replace("|", "\\|")
+def markdown_cell(text: str) -> str:
+    """``text`` for a Markdown table cell: as :func:`markdown_text`, and ``|`` (it would end the cell)."""
+    return markdown_text(text).replace("|", "\\|")
 
 
 def task_table_markdown(table: TaskTable) -> str:
     """Rows = dataset columns, columns = models, then the instance count ``n``."""
-    lines = ["| dataset | " + " | ".join(_escape(m) for m in table.models) + " | n |",
+    lines = ["| dataset | " + " | ".join(markdown_cell(m) for m in table.models) + " | n |",
              "|---|" + "---|" * (len(table.models) + 1)]
     for column in table.columns:
         best = table.best(column) if len(table.models) > 1 else frozenset()
@@ -82,41 +82,41 @@ def task_table_markdown(table: TaskTable) -> str:
         for model in table.models:
             text = format_cell(table.cells.get((model, column)))
             cells.append(f"**{text}**" if model in best else text)
-        lines.append(f"| {_escape(column)} | " + " | ".join(cells) + f" | {column_n(table, column)} |")
+        lines.append(f"| {markdown_cell(column)} | " + " | ".join(cells) + f" | {column_n(table, column)} |")
     return "\n".join(lines)
 
 
 def variant_table_markdown(table: VariantTable) -> str:
     """Rows = dataset columns, columns = models, cells ``ours / STEB``."""
-    lines = ["| dataset | " + " | ".join(_escape(m) for m in table.models) + " |",
+    lines = ["| dataset | " + " | ".join(markdown_cell(m) for m in table.models) + " |",
              "|---|" + "---|" * len(table.models)]
     for column in table.columns:
         cells = [format_pair(table.cells[(model, column)]) for model in table.models]
-        lines.append(f"| {_escape(column)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {markdown_cell(column)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def _details_markdown(summary: str, lines: Sequence[str]) -> list[str]:
     # the summary sits in an HTML block, where Markdown's backslash escapes are not read
     return ["<details><summary>" + html.escape(summary) + "</summary>", ""] + \
-        [f"- {_text(line)}" for line in lines] + \
+        [f"- {markdown_text(line)}" for line in lines] + \
         ["", "</details>"]
 
 
 def score_table_markdown(score: ScoreTable) -> str:
-    lines = [f"### {_text(score.title)}", ""]
+    lines = [f"### {markdown_text(score.title)}", ""]
     if not score.available:
-        lines += [f"Not computed: {_text(note)}" for note in score.notes] or ["Not computed."]
+        lines += [f"Not computed: {markdown_text(note)}" for note in score.notes] or ["Not computed."]
         return "\n".join(lines)
-    lines.append("| model | " + " | ".join(_escape(c) for c in score.columns) + " |")
+    lines.append("| model | " + " | ".join(markdown_cell(c) for c in score.columns) + " |")
     lines.append("|---|" + "---|" * len(score.columns))
     for model in score.ordered_models():
         cells = [format_value(v) if v is not None else "—" for v in
                  (score.values[model].get(column) for column in score.columns)]
-        lines.append(f"| {_escape(model)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {markdown_cell(model)} | " + " | ".join(cells) + " |")
     if score.notes:
         lines.append("")
-        lines += [f"- {_text(note)}" for note in score.notes]
+        lines += [f"- {markdown_text(note)}" for note in score.notes]
     for summary, items in score.details:
         lines += [""] + _details_markdown(summary, items)
     return "\n".join(lines)
@@ -125,9 +125,9 @@ def score_table_markdown(score: ScoreTable) -> str:
 def render_leaderboard(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]],
                        scores: Sequence[ScoreTable], *, title: str, description: Sequence[str] = ()) -> str:
     """The whole Markdown document. Best value per row in bold; ``—`` = not run."""
-    parts = [f"# {_text(title)}", ""]
+    parts = [f"# {markdown_text(title)}", ""]
     for line in [*description, protocol_note(rows)]:
-        parts += [_text(line), ""] if line else []
+        parts += [markdown_text(line), ""] if line else []
     parts += ["Cells: primary metric, 95% bootstrap confidence interval in brackets "
               "(instances resampled). Bold = best model in the row; n = instances; — = not run; "
               "n/a = undefined.", ""]
@@ -155,6 +155,6 @@ def render_leaderboard(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[st
                   "cannot run (no numbers are reported for them; skipped.jsonl lists each)</summary>", "",
                   "| " + " | ".join(fields) + " |", "|---" * len(fields) + "|"]
         for row in group_skipped(skipped):
-            parts.append("| " + " | ".join(_escape(row[f]) for f in fields) + " |")
+            parts.append("| " + " | ".join(markdown_cell(row[f]) for f in fields) + " |")
         parts += ["", "</details>", ""]
     return "\n".join(parts).rstrip() + "\n"

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from stylebench_jax.fileio import atomic_open, write_text_atomic
+from stylebench_jax.report.markdown import markdown_cell, markdown_text
 from stylebench_jax.report.plots import _colours, _png, _pyplot
 
 METRIC_TITLES = {"auc": "AUC", "c_at_1": "c@1", "f05u": "F0.5u", "f1": "F1", "brier": "Brier",
@@ -123,23 +124,14 @@ def intro(report: dict[str, Any]) -> list[str]:
 def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
     lines = ["# RAVEN / HITS topic-leakage test", ""]
     for line in intro(report):
-        lines += [_md(line), ""]
+        lines += [markdown_text(line), ""]
     lines += [f"![{name}]({name})" for name in figures] + [""]
     for title, note, header, rows in tables(report):
-        lines += [f"## {title}", "", _md(note), "", "| " + " | ".join(_cell(h) for h in header) + " |",
-                  "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
+        lines += [f"## {title}", "", markdown_text(note), "",
+                  "| " + " | ".join(markdown_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(markdown_cell(cell) for cell in row) + " |" for row in rows]
         lines.append("")
     return "\n".join(lines)
-
-
-def _md(text: str) -> str:
-    """A Markdown line: ``<``/``>`` escaped (they would open an HTML tag)."""
-    return text.replace("<", "\\<").replace(">", "\\>")
-
-
-def _cell(text: str) -> str:
-    return _md(text).replace("|", "\\|")
 
 
 def render_html(report: dict[str, Any], pngs: dict[str, bytes]) -> str:

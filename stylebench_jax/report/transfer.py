@@ -106,21 +106,21 @@ def ordering_text(results: dict) -> str:
     means = ", ".join(f"{k} ({names[k]}) {_points(v)}" for k, v in order["means"].items())
     text = (f"Expected copy > markov > shuffle; observed {' > '.join(order['observed'])} by mean on "
             f"{order['n_items']} items all three produced ({order['score']} x100: {means}).")
-    verdicts, reversed_pairs = [], []
+    verdicts, lines, reversed_pairs = [], [], []
     for i, a in enumerate(expected):
         for b in expected[i + 1:]:
             diff = order["differences"].get(f"{names[a]} - {names[b]}")
             if diff is None:
                 continue
-            verdict = _verdict(diff)
+            verdicts.append(_verdict(diff))
             interval = (f" [{_points(diff['ci_low'])}, {_points(diff['ci_high'])}]"
                         if "ci_low" in diff else "")
-            verdicts.append(f"{a} - {b} {_points(diff['mean'])}{interval}: {verdict}")
-            if verdict == "reversed":
+            lines.append(f"{a} - {b} {_points(diff['mean'])}{interval}: {verdicts[-1]}")
+            if verdicts[-1] == "reversed":
                 reversed_pairs.append((b, a))
-    if verdicts:
-        text += " Paired differences (points): " + "; ".join(verdicts) + "."
-    if order["holds"] and not any("holds" not in v for v in verdicts):
+    if lines:
+        text += " Paired differences (points): " + "; ".join(lines) + "."
+    if order["holds"] and all(verdict == "holds" for verdict in verdicts):
         return text + " The ordering holds."
     if reversed_pairs or (not verdicts and not order["holds"]):
         evidence = _evidence(results, order)

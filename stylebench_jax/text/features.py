@@ -64,14 +64,13 @@ def pipeline_label(model: str = SPACY_MODEL) -> str:
     """``<model>-<model version>@spacy-<spaCy version>`` without loading the model (for cache keys:
     a new model release tags differently). The version comes from the installed package, or from
     ``meta.json`` when ``model`` is a directory; ``?`` when neither says."""
-    import spacy
-    from spacy.util import get_package_version
+    from stylebench_jax.runtime import installed_version
 
-    version = get_package_version(model)
+    version = installed_version(model)
     meta = Path(model) / "meta.json"
     if version is None and meta.is_file():
         version = str(json.loads(meta.read_text(encoding="utf-8")).get("version", "?"))
-    return f"{model}-{version or '?'}@spacy-{spacy.__version__}"
+    return f"{model}-{version or '?'}@spacy-{installed_version('spacy') or '?'}"
 
 
 def parse(texts: Sequence[str], nlp=None, *, batch_size: int = 256) -> list:
