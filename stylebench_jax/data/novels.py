@@ -113,7 +113,7 @@ def load_novels(data_root: str | Path, name: str) -> list[Novel]:
     folder = dataset_dir(data_root, corpus.name, expected=corpus.file, source=corpus.source)
     path = require_file(folder, corpus.file, source=corpus.source)
     books, seen = [], {}
-    for row in read_table(path, columns=corpus.columns):
+    for row in read_table(path, columns=corpus.columns, multiline=True):
         row.integer("n_words", minimum=1)
         file = row.text(corpus.file_column)
         if file in seen:

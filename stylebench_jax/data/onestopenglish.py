@@ -57,7 +57,8 @@ def load_articles(data_root: str | Path) -> list[OneStopArticle]:
     """All article rows (567), validated: known level, matching rank, every article at all 3 levels."""
     path = require_file(_folder(data_root), ARTICLES, source=SOURCE)
     articles, first_line = [], {}
-    for row in read_table(path, columns=("article", "level", "complexity_rank", "text")):
+    for row in read_table(path, columns=("article", "level", "complexity_rank", "text"),
+                          multiline=True):
         level = row.choice("level", LEVELS)
         rank = row.integer("complexity_rank")
         if rank != RANK[level]:

@@ -259,18 +259,22 @@ def _large_fields() -> Iterator[None]:
         csv.field_size_limit(previous)
 
 
-def read_table(path: str | Path, *, delimiter: str = "\t", columns: Sequence[str]) -> list[Row]:
+def read_table(path: str | Path, *, delimiter: str = "\t", columns: Sequence[str],
+               multiline: bool = False) -> list[Row]:
     """All data rows of a delimited file with a header line.
 
     ``columns`` must all appear in the header (extra header columns are allowed and kept).
-    Every row must have exactly as many fields as the header. Raises ``UserInputError`` located at
-    the offending line/column for any deviation.
+    Every row must have exactly as many fields as the header. ``multiline=False`` (one record per
+    line: sentences, verses, requests) refuses a field that spans lines: a stray opening quote
+    would otherwise swallow the following rows into one text, silently. Raises
+    ``UserInputError`` located at the offending record's first line (and column) for any deviation.
     """
     path = Path(path)
     kind = "tab" if delimiter == "\t" else repr(delimiter)
     text = read_text(path)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     rows: list[Row] = []
+    consumed = 0  # physical lines read by the parser before the current record
     with _large_fields():
         try:
             header = next(reader, None)
@@ -290,10 +294,17 @@ def read_table(path: str | Path, *, delimiter: str = "\t", columns: Sequence[str
                     raise located(path, f"expected {len(header)} {kind}-separated fields "
                                         f"({', '.join(header)}), found {len(values)}",
                                   line=start, column=column)
+                if not multiline and consumed > start:
+                    column = next((i for i, value in enumerate(values) if "\n" in value or "\r" in value), 0)
+                    raise located(path, f"field {header[column]!r} spans lines {start}-{consumed}; this "
+                                        "file has one record per line (an unclosed quote?)",
+                                  line=start, column=column + 1)
                 rows.append(Row(path, start, header, values, index))
         except csv.Error as error:
-            raise located(path, f"malformed {kind}-separated line ({error}); check quoting",
-                          line=reader.line_num) from None
+            first = consumed + 1
+            stopped = "" if reader.line_num <= first else f"; the parser stopped on line {reader.line_num}"
+            raise located(path, f"malformed {kind}-separated record ({error}{stopped}); check quoting",
+                          line=first) from None
     return rows
 
 

@@ -51,7 +51,7 @@ def load_reuters(data_root: str | Path) -> list[ReutersArticle]:
     folder = dataset_dir(data_root, NAME, expected=FILE, source=SOURCE)
     path = require_file(folder, FILE, source=SOURCE)
     articles, seen = [], {}
-    for row in read_table(path, columns=("split", "author", "file", "text")):
+    for row in read_table(path, columns=("split", "author", "file", "text"), multiline=True):
         article = ReutersArticle(row.choice("split", ("train", "test")), row.text("author"),
                                  row.text("file"), row.text("text"))
         key = (article.split, article.author, article.file)

@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from stylebench_jax.data.readers import read_text
 from stylebench_jax.errors import UserInputError, located
 
 HEADER = ("", "Anchor 1", "Anchor 2", "Alternative 1.1", "Alternative 1.2", "Correct Alternative", "ID",
@@ -60,24 +61,9 @@ class StelInstance:
     style_type: str
 
 
-def _read_text(path: Path) -> str:
-    """The file decoded as UTF-8; a decoding error names the line and column of the bad byte."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise located(path, f"cannot open STEL file: {error.strerror or error}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        raise located(path, f"not valid UTF-8 ({error.reason}, byte 0x{data[error.start]:02x})",
-                      line=line, column=column) from None
-
-
 def _records(path: Path) -> Iterable[tuple[int, list[str]]]:
     """``(first physical line number, fields)`` per CSV record; CSV errors name the record's line."""
-    reader = csv.reader(io.StringIO(_read_text(path), newline=""), delimiter="\t", strict=True)
+    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t", strict=True)
     start = 1
     while True:
         try:

@@ -145,7 +145,8 @@ def file_documents(path: str | Path, *, file_format: str, text: str, author: str
     if file_format == "jsonl":
         rows = read_jsonl(path, keys=columns, blank_lines="skip")
     else:
-        rows = read_table(path, delimiter="\t" if file_format == "tsv" else ",", columns=columns)
+        rows = read_table(path, delimiter="\t" if file_format == "tsv" else ",", columns=columns,
+                           multiline=True)
     documents = [Document(row.text(text), _field(row, author),
                           _field(row, topic) if topic is not None else NO_TOPIC, f"{path.name}:{row.line}")
                  for row in rows]

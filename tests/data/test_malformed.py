@@ -94,7 +94,7 @@ CASES = [
      {"eighteenth_century_novels.tsv.gz": gzip.compress(
          ("author\tfile\tpg_title\tpg_ebook_no\tpg_markers_found\tn_words\tsource_encoding\ttext\n"
           "Burney\tEvelina\tEvelina\t\tstart\t1200\tutf-8\t\"" + NOVEL + "\n").encode())},
-     "eighteenth_century_novels.tsv.gz", 2, None, "malformed tab-separated line"),
+     "eighteenth_century_novels.tsv.gz", 2, None, "malformed tab-separated record"),
     ("gutenberg_classics_pyrse",
      {"gutenberg_classics_16.tsv.gz": gzip.compress(tsv(["author", "title", "file_stem", "n_words"],
                                                         ["Austen", "Emma", "emma", "1200"]).encode())},

@@ -28,7 +28,7 @@ def test_table_reads_quoted_newlines_tabs_and_gzip(tmp_path):
     plain = write(tmp_path / "t.tsv", content)
     packed = write(tmp_path / "t.tsv.gz", gzip.compress(content))
     for path in (plain, packed):
-        rows = read_table(path, columns=("a", "b"))
+        rows = read_table(path, columns=("a", "b"), multiline=True)
         assert [(r.line, r["a"], r["b"]) for r in rows] == [(2, "1", "x\ny"), (4, "2", 'tab\there "q"')]
 
 
@@ -44,8 +44,8 @@ def test_table_drops_bom_and_keeps_extra_columns(tmp_path):
     (b"a\tb\n1\t2\n\n3\t4\n", ":3:", "blank line"),
     (b"a\tc\n1\t2\n", ":1:", "missing column(s) 'b'"),
     (b"", ":1:", "empty file"),
-    (b'a\tb\n1\t"open\n', ":", "malformed tab-separated line"),
-    (b'a\tb\n1\t"x"y\n', ":2:", "malformed tab-separated line"),
+    (b'a\tb\n1\t"open\n', ":", "malformed tab-separated record"),
+    (b'a\tb\n1\t"x"y\n', ":2:", "malformed tab-separated record"),
     (b"a\tb\n1\tok\n2\tbad \xff byte\n", ":3:7:", "invalid UTF-8 (byte ff"),
 ])
 def test_table_errors_are_located(tmp_path, content, where, fragment):
@@ -56,6 +56,25 @@ def test_table_errors_are_located(tmp_path, content, where, fragment):
     assert message.startswith(f"{path}{where}"), message
     assert fragment in message
     assert "\n" not in message
+
+
+def test_an_unclosed_quote_is_located_where_it_opens_and_cannot_swallow_rows(tmp_path):
+    rows = "".join(f"{i}\tline {i}\n" for i in range(2, 20))
+    # a quote opened on line 3 closes on line 8 and is followed by text: the parser stops on line 8
+    broken = rows.replace("line 3", '"line 3').replace("line 8\n", 'line 8"x\n')
+    path = write(tmp_path / "quote.tsv", ("a\tb\n" + broken).encode())
+    with pytest.raises(UserInputError, match=r"quote\.tsv:3: malformed tab-separated record "
+                                             r"\(.*; the parser stopped on line 8\)"):
+        read_table(path, columns=("a", "b"))
+    # a stray quote closed at a field's end swallows lines 3-8 into one text unless the file may
+    # hold multi-line fields
+    swallowed = rows.replace("line 3", '"line 3').replace("line 8\n", 'line 8"\n')
+    path = write(tmp_path / "swallow.tsv", ("a\tb\n" + swallowed).encode())
+    with pytest.raises(UserInputError, match=r"swallow\.tsv:3:2: field 'b' spans lines 3-8; this file has "
+                                             r"one record per line"):
+        read_table(path, columns=("a", "b"))
+    rows = read_table(path, columns=("a", "b"), multiline=True)
+    assert len(rows) == 18 - 5 and rows[1]["b"].startswith("line 3\n4\tline 4")
 
 
 def test_typed_fields_name_line_column_and_field(tmp_path):
