@@ -20,8 +20,9 @@ gutenberg_classics_pyrse   github.com/merely-useful/py-rse (46cf807 / 1e26b6b); 
 
 Cleaning (the same for every book, so it cannot favour an author): ``text.gutenberg.clean_book``:
 lines naming the digitisation (Project Gutenberg, "A Celebration of Women Writers", "Produced by",
-"Transcribed from", "HTML version", Distributed Proofreading, HTML comments) are dropped, then
-the first and last 2% of the characters are cut at line boundaries. Title pages and editors'
+"Transcribed from", "HTML version", Distributed Proofreading, HTML comments) in the first and last
+1% of a book (inside it they are prose) are dropped, then the first and last 2% of the characters
+are cut at line boundaries. Title pages and editors'
 notes often name the author; the cut keeps them out of the texts a model sees.
 
 Units (STEB-style cross-book authorship retrieval, App. C.9, and verification pairs):

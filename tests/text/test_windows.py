@@ -98,6 +98,18 @@ def test_gutenberg_markers_and_lines():
     assert strip_gutenberg_markers("no markers here") == "no markers here"
 
 
+def test_boilerplate_words_inside_a_book_are_prose_and_kept():
+    middle = "\n".join(f"middle line {i:05d} of the story" for i in range(4_000))  # 1% > 5,000 chars
+    prose = ("produced by those ruins on the castled Rhine, which have crumbled and\n"
+             "transcribed from the Bible, and other good books, such passages\n"
+             "unnoticed, said doctor Kysarcius--> he was of the Kysarcii of the Low\n")
+    book = ("Produced by Jane Volunteer and the Online Distributed\nProofreading Team\n" + middle
+            + "\n" + prose + middle + "\nEnd of the Project Gutenberg EBook of A Tale\n")
+    cleaned = strip_gutenberg(book)
+    assert prose in cleaned
+    assert "Jane Volunteer" not in cleaned and "Distributed" not in cleaned and "EBook" not in cleaned
+
+
 def test_clean_book_trims_two_percent_at_line_ends():
     text = "\n".join(f"line {i:03d}" for i in range(200))  # 1599 chars; 2% = 31 chars
     cleaned = clean_book(text)
