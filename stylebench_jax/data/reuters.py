@@ -35,7 +35,7 @@ from stylebench_jax.data.units import (
     TextPairs,
     check_size,
 )
-from stylebench_jax.errors import located
+from stylebench_jax.errors import UserInputError, located
 
 NAME = "reuters_c50"
 FILE = "reuters_c50.tsv.gz"
@@ -93,6 +93,10 @@ def build_units(data_root: str | Path, *, size: str = "quick", seed: int = 0) ->
     for query in queries:
         same = [t for t in targets if t.author == query.author]
         other = [t for t in targets if t.author != query.author]
+        if not same or not other:
+            whose = f"author {query.author!r} has" if not same else "no other author has"
+            raise UserInputError(f"{NAME}: {whose} no train article left to pair with test article "
+                                 f"{query.file!r}; expected every author in both splits")
         a += [query.text, query.text]
         b += [same[int(rng.integers(len(same)))].text, other[int(rng.integers(len(other)))].text]
         labels += [1, 0]

@@ -2,6 +2,8 @@
 deterministic for a seed and valid for their task."""
 
 import collections
+import gzip
+import re
 
 import pytest
 
@@ -145,6 +147,25 @@ def test_federalist_counts_and_untagging(data_root):
 
 def test_untag_mapping():
     assert federalist.untag(" a <c> b <p> c <S> d <Q> e <d> <d> f <l> g<d>h ") == "a, b. c; d? e -- f: g-h"
+    # <Q> after another tag opens or closes a quotation; footnote markers go, their text stays
+    assert federalist.untag("poet <l> <Q> FAREWELL <p> <Q> PUBLIUS <p> FNA1 <d> @2 Encyclopedia <c> x"
+                            ) == 'poet: "FAREWELL. "PUBLIUS. Encyclopedia, x'
+
+
+def test_federalist_texts_have_no_impossible_question_marks_or_footnote_markers(data_root):
+    text = " ".join(p.text for p in federalist.load_federalist(data_root))
+    assert (text.count("?"), text.count('"')) == (563, 267)  # the release's 830 <Q> tags
+    assert not re.search(r"[.,;:]\?|FNA\d|@\d", text)
+
+
+def test_reuters_author_without_train_articles_is_named(tmp_path):
+    rows = ["split\tauthor\tfile\ttext", "train\tA\t1.txt\tone", "test\tA\t2.txt\ttwo",
+            "test\tB\t3.txt\tthree", "train\tC\t4.txt\tfour", "test\tC\t5.txt\tfive"]
+    (tmp_path / "reuters_c50").mkdir()
+    (tmp_path / "reuters_c50" / "reuters_c50.tsv.gz").write_bytes(gzip.compress("\n".join(rows).encode()))
+    with pytest.raises(UserInputError, match="reuters_c50: author 'B' has no train article left to pair "
+                                             "with test article '3.txt'"):
+        reuters.build_units(tmp_path, size="full")
 
 
 # ----------------------------------------------------------------------------------- units
