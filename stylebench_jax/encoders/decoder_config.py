@@ -3,7 +3,8 @@
 Two block styles cover the five families:
 
 - ``llama`` style (Llama, Mistral, Qwen2, Qwen3): pre-RMSNorm blocks, rotary position embeddings (RoPE) with
-  the checkpoint's ``rope_theta`` and ``rope_scaling`` (``default``, ``linear``, ``llama3``),
+  the checkpoint's ``rope_theta`` and ``rope_scaling`` (``default``, ``linear``, ``llama3``; or
+  transformers 5's ``rope_parameters`` holding both),
   grouped-query attention (``num_key_value_heads`` <= ``num_attention_heads``), SwiGLU MLP
   ``down(silu(gate(x)) * up(x))``, optional biases on q/k/v (Qwen2 always; Llama's and Qwen3's
   ``attention_bias`` also on o), Qwen3's per-head RMSNorm of queries and keys before RoPE, optional
@@ -163,16 +164,11 @@ class DecoderConfig:
                                   "intermediate_size", "max_position_embeddings"))
         heads = raw["num_attention_heads"]
         kv_heads = int(raw.get("num_key_value_heads") or heads)
-        head_dim = raw.get("head_dim") or raw["hidden_size"] // heads
+        # transformers' Qwen3Config defaults head_dim to 128, not hidden_size / heads
+        head_dim = raw.get("head_dim") or (128 if model_type == "qwen3" else raw["hidden_size"] // heads)
         if raw.get("partial_rotary_factor", 1.0) != 1.0:
             raise located(path, "partial rotary embeddings are not supported", field="partial_rotary_factor")
-        scaling = raw.get("rope_scaling") or {}
-        if not isinstance(scaling, dict):
-            raise located(path, f"expected an object or null, found {scaling!r}", field="rope_scaling")
-        scaling = dict(scaling)
-        if "type" in scaling and "rope_type" not in scaling:
-            scaling["rope_type"] = scaling.pop("type")
-        scaling.pop("type", None)
+        rope_theta, scaling = _rope_settings(raw, path)
         needed = {"linear": ("factor",),
                   "llama3": ("factor", "low_freq_factor", "high_freq_factor",
                              "original_max_position_embeddings")}
@@ -188,13 +184,57 @@ class DecoderConfig:
                    intermediate_size=raw["intermediate_size"],
                    max_position_embeddings=raw["max_position_embeddings"],
                    norm_eps=float(raw.get("rms_norm_eps", 1e-6)), hidden_act=raw.get("hidden_act", "silu"),
-                   rope_theta=float(raw.get("rope_theta", 10000.0)),
+                   rope_theta=rope_theta,
                    rope_scaling=tuple(sorted(scaling.items())),
                    qkv_bias=model_type == "qwen2" or attention_bias,
                    o_bias=model_type != "qwen2" and attention_bias,
                    mlp_bias=bool(raw.get("mlp_bias", False)), qk_norm=model_type == "qwen3",
                    layer_windows=windows,
                    pad_token_id=int(raw.get("pad_token_id") or 0))
+
+
+def _rope_settings(raw: dict, path) -> tuple[float, dict]:
+    """``(rope_theta, scaling)`` from transformers 4's top-level ``rope_theta`` / ``rope_scaling`` or
+    transformers 5's ``rope_parameters`` (theta, ``rope_type`` and the scaling keys in one object).
+
+    Both forms in one file must agree; per-layer-type parameters and a partial rotary factor inside
+    ``rope_parameters`` are refused, so no setting is ever silently dropped.
+    """
+    scaling = raw.get("rope_scaling") or {}
+    if not isinstance(scaling, dict):
+        raise located(path, f"expected an object or null, found {scaling!r}", field="rope_scaling")
+    scaling = dict(scaling)
+    if "type" in scaling and "rope_type" not in scaling:
+        scaling["rope_type"] = scaling.pop("type")
+    scaling.pop("type", None)
+    theta = raw.get("rope_theta")
+    parameters = raw.get("rope_parameters")
+    if parameters is not None:
+        if not isinstance(parameters, dict) or not parameters:
+            raise located(path, f"expected an object with rope_type and rope_theta, found {parameters!r}",
+                          field="rope_parameters")
+        if all(isinstance(value, dict) for value in parameters.values()):
+            raise located(path, f"RoPE parameters per layer type ({', '.join(parameters)}) are not supported",
+                          field="rope_parameters")
+        parameters = dict(parameters)
+        if parameters.pop("partial_rotary_factor", 1.0) != 1.0:
+            raise located(path, "partial rotary embeddings are not supported", field="rope_parameters")
+        given = parameters.pop("rope_theta", None)
+        if theta is not None and given is not None and float(theta) != float(given):
+            raise located(path, f"rope_theta {theta!r} disagrees with rope_parameters' {given!r}",
+                          field="rope_parameters")
+        theta = given if given is not None else theta
+        if parameters.get("rope_type", "default") == "default" and set(parameters) <= {"rope_type"}:
+            parameters = {}
+        if scaling and parameters and scaling != parameters:
+            raise located(path, f"rope_scaling {scaling!r} disagrees with rope_parameters {parameters!r}",
+                          field="rope_parameters")
+        scaling = scaling or parameters
+    if theta is None:
+        theta = 10000.0
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
+        raise located(path, f"expected a positive number, found {theta!r}", field="rope_theta")
+    return float(theta), scaling
 
 
 def _require_ints(raw: dict, path, keys) -> None:
@@ -220,6 +260,9 @@ def _layer_windows(raw: dict, path, model_type: str, layers: int) -> tuple:
     if len(types) != layers or any(t not in ("sliding_attention", "full_attention") for t in types):
         raise located(path, f"expected {layers} entries of 'sliding_attention'/'full_attention', "
                             f"found {types!r}", field="layer_types")
-    if window is None:  # transformers: sliding layers without a window attend fully
+    if window is None:
+        if "sliding_attention" in types:  # transformers 4.57 fails on this at the first forward pass
+            raise located(path, "layer_types has sliding_attention layers but no window is in force "
+                                "(use_sliding_window false or sliding_window null)", field="layer_types")
         return ()
     return tuple(int(window) if t == "sliding_attention" else None for t in types)

@@ -32,6 +32,43 @@ def test_sharded_checkpoint_with_index_loads_at_parity(tmp_path):
     np.testing.assert_allclose(embedder.embed(ref["texts"]), ref["last"], atol=2e-5)
 
 
+def test_transformers_5_rope_parameters_read_as_transformers_4_top_level_fields(tmp_path):
+    folder = copy_model("llama", tmp_path)  # rope_theta 500000 with llama3 scaling
+    config = json.loads((folder / "config.json").read_text())
+    expected = DecoderConfig.from_dict(config)
+    config["rope_parameters"] = {"rope_theta": config.pop("rope_theta"), **config.pop("rope_scaling")}
+    (folder / "config.json").write_text(json.dumps(config))
+    assert DecoderConfig.from_json(folder / "config.json") == expected
+    ref = reference("llama")
+    embedder = FlaxDecoderEmbedder(folder, batch_size=16, **ONE)
+    np.testing.assert_allclose(embedder.embed(ref["texts"]), ref["last"], atol=2e-5)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"rope_theta": 10000.0, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}},
+     r"field 'rope_parameters': rope_theta 10000\.0 disagrees with rope_parameters' 1000000\.0"),
+    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0}},
+     r"rope_scaling type 'yarn' is not supported"),
+    ({"rope_parameters": {"full_attention": {"rope_theta": 1e6}, "sliding_attention": {"rope_theta": 1e4}}},
+     r"field 'rope_parameters': RoPE parameters per layer type \(full_attention, sliding_attention\)"),
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "partial_rotary_factor": 0.5}},
+     r"field 'rope_parameters': partial rotary embeddings are not supported"),
+    ({"layer_types": ["full_attention", "sliding_attention"], "use_sliding_window": False},
+     r"field 'layer_types': layer_types has sliding_attention layers but no window is in force"),
+])
+def test_rope_and_window_settings_are_never_dropped_silently(change, message):
+    config = json.loads((model_dir("qwen2") / "config.json").read_text())
+    config.update(change)
+    with pytest.raises(UserInputError, match=message):
+        DecoderConfig.from_dict(config)
+
+
+def test_qwen3_head_dim_defaults_to_transformers_128():
+    config = json.loads((model_dir("qwen3") / "config.json").read_text())
+    del config["head_dim"]
+    assert DecoderConfig.from_dict(config).head_dim == 128
+
+
 class RecordingSlice:
     """Stands in for safetensors' get_slice handle; records what was read."""
 
