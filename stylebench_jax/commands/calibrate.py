@@ -136,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
     check_output_dir(args.output, "--output")
     check_embedder_arguments(args)
     check_positive(args.max_pairs, "--max-pairs")
+    if not 0 <= args.seed < 2**32:
+        raise UserInputError(f"--seed {args.seed}: expected an integer in [0, 2**32) (scikit-learn's "
+                             "random_state range)")
     check_positive(args.n_splits, "--n-splits")
     if args.n_splits < 2:
         raise UserInputError(f"--n-splits: expected at least 2 folds, got {args.n_splits}")

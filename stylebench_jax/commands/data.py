@@ -25,7 +25,9 @@ following AuthBench's construction pipeline (App. A):
   split       deterministic hash of ids, stratified by bucket; no author, duplicate or (optionally)
               source / thread in two splits
 
-Writes to the config's `output` folder: manifest.json (counts per stage, rule, bucket and split,
+Writes the config's `output` folder as a whole (built beside it, then moved in place; an existing
+non-empty folder is refused unless overwrite=true, and then replaced, no earlier file kept):
+manifest.json (counts per stage, rule, bucket and split,
 candidate-pool statistics, bad records, the resolved config with the salt replaced by its
 SHA-256 and author names in aliases/exclusions by salted hashes, SHA-256 of every split file),
 splits/<split>.jsonl, release/<split>.jsonl (manifest-only release: ids, hashes, offsets, no
@@ -39,7 +41,7 @@ EPILOG = """\
 examples:
   stylebench data build configs/data/authbench_en.yaml
   stylebench data build configs/data/authbench_en.yaml output=runs/data/en_small sampling.total=2000
-  stylebench data build my.yaml export.tfds=array_record export.parquet=false
+  stylebench data build my.yaml export.tfds=array_record export.parquet=false overwrite=true
 
 A config problem is reported as FILE:LINE: key.path: what was expected (exit code 2).
 """
@@ -76,9 +78,6 @@ def run_build(args: argparse.Namespace) -> int:
             raise UserInputError(f"{args.config}: data_root is null and neither $STYLEBENCH_DATA nor "
                                  "../shared/data exists; set data_root (or pass data_root=DIR)")
         config = dataclasses.replace(config, data_root=root)
-    output = Path(config.output)
-    if output.exists() and not output.is_dir():
-        raise UserInputError(f"{args.config}: output: {output} exists and is not a directory")
     try:
         build_benchmark(config, log=(lambda message: None) if args.quiet else
                         (lambda message: print(message, file=sys.stderr)))

@@ -39,7 +39,8 @@ same_topic, split, author1, author2, negative_type, chunk1, chunk2), chunks.parq
 chunk with its book, author, split and topic: group-labelled texts for group-contrastive
 training), stats.json (counts per stage, split, pair type and topic), config.json and run.json
 (timings). It appears complete or not at all; an existing directory is replaced only with
-output.overwrite=true. The same config and seed give the same bytes. A JSONL source
+output.overwrite=true. The same config and seed give the same bytes in every file but run.json
+(timings). A JSONL source
 (`- jsonl: FILE`, objects with "text" and "group") is any author-labelled collection.
 """
 
@@ -85,8 +86,12 @@ def run(args: argparse.Namespace) -> int:
     lexicon = load_lexicon(config.topics.lexicon)
     mesh = build_mesh(args.mesh)
     m = config.mining
-    model = resolve_embedder(m.model, max_length=m.max_length, long_text=m.long_text, batch_size=m.batch_size,
-                             mesh=mesh, progress=False if args.quiet else None, data_root=data_root)
+    try:
+        model = resolve_embedder(m.model, max_length=m.max_length, long_text=m.long_text,
+                                 batch_size=m.batch_size, mesh=mesh, progress=not args.quiet,
+                                 data_root=data_root)
+    except UserInputError as error:
+        raise UserInputError(f"{args.config}: mining.model: {error}") from None
     if not isinstance(model, Embedder):
         raise UserInputError(f"mining.model {m.model!r} is a pairwise similarity without vectors; "
                              "hard-negative mining needs an embedder")

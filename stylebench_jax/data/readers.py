@@ -49,8 +49,8 @@ def dataset_dir(data_root: str | Path, name: str, *, expected: str, source: str)
     root = Path(data_root)
     if not root.is_dir():
         raise UserInputError(
-            f"{root}: data root not found (pass --data-root DIR or set STYLEBENCH_DATA); "
-            f"expected it to contain {name}/ with {expected}")
+            f"{root}: data root not found (choose it with --data-root DIR or a config's data_root, or "
+            f"set STYLEBENCH_DATA); expected it to contain {name}/ with {expected}")
     folder = root / name
     if not folder.is_dir():
         raise UserInputError(

@@ -19,9 +19,12 @@ T = TypeVar("T")
 
 
 def unit_rng(seed: int, *keys: str) -> np.random.Generator:
-    """A generator seeded by ``seed`` and the CRC-32 of each key (stable across processes)."""
-    words = [int(seed) & 0xFFFFFFFF] + [zlib.crc32(key.encode("utf-8")) for key in keys]
-    return np.random.default_rng(words)
+    """A generator seeded by ``seed`` (a non-negative integer of any size: seeds past 2**32 are
+    their own streams, not aliases of smaller ones) and the CRC-32 of each key (stable across
+    processes)."""
+    if int(seed) < 0:
+        raise ValueError(f"seed: expected a non-negative integer, found {seed}")
+    return np.random.default_rng([int(seed)] + [zlib.crc32(key.encode("utf-8")) for key in keys])
 
 
 def sample(items: Sequence[T], n: int | None, rng: np.random.Generator) -> list[T]:

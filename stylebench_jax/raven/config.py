@@ -13,6 +13,9 @@ from typing import Literal
 
 from stylebench_jax.config import InvalidField
 
+# scikit-learn's random_state (k-means, NMF, LDA, folds) takes seeds in [0, 2**32)
+_SEED = {"minimum": 0, "maximum": 2**32 - 1}
+
 CORPORA = ("bible_8_versions", "reuters_c50", "file", "built")
 FILE_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".tsv": "tsv", ".tab": "tsv", ".csv": "csv"}
 
@@ -108,7 +111,7 @@ class DerivedTopics:
 
     n_topics: int = dataclasses.field(default=60, metadata={"minimum": 2})
     embedder: str = dataclasses.field(default="minilm", metadata={"non_empty": True})
-    seed: int = 0
+    seed: int = dataclasses.field(default=0, metadata=_SEED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +121,7 @@ class CorpusConfig:
     ``stylebench data build`` output folder, section ``built``)."""
 
     name: Literal["bible_8_versions", "reuters_c50", "file", "built"]
-    seed: int = 0
+    seed: int = dataclasses.field(default=0, metadata=_SEED)
     bible: BibleCorpus = BibleCorpus()
     reuters: ReutersCorpus = ReutersCorpus()
     file: FileCorpus | None = None
@@ -162,8 +165,8 @@ class SamplingConfig:
     topic_embedder: str = dataclasses.field(default="minilm", metadata={"non_empty": True})
     n_components: int = dataclasses.field(default=50, metadata={"minimum": 2})
     random_seeds: tuple[int, ...] = dataclasses.field(default=(0, 1, 2, 3, 4), metadata={"non_empty": True})
-    fold_seed: int = 0
-    pair_seed: int = 0
+    fold_seed: int = dataclasses.field(default=0, metadata=_SEED)
+    pair_seed: int = dataclasses.field(default=0, metadata=_SEED)
     sweep: tuple[int, ...] = ()
 
     def __post_init__(self):
@@ -176,6 +179,8 @@ class SamplingConfig:
                                                       f"found {m}")
         if len(set(self.random_seeds)) != len(self.random_seeds):
             raise InvalidField("random_seeds", "a seed is listed twice")
+        if any(not 0 <= seed <= _SEED["maximum"] for seed in self.random_seeds):
+            raise InvalidField("random_seeds", "expected seeds in [0, 2**32) (scikit-learn's random_state)")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -130,7 +130,7 @@ class OriginalityConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TransferConfig:
-    seed: int = 0
+    seed: int = dataclasses.field(default=0, metadata={"minimum": 0})
     data_root: Path | None = None
     sources: tuple[SourceConfig, ...] = (SourceConfig(novels="english_novels_100"),
                                          SourceConfig(novels="british_fiction_corpus"),

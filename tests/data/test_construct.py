@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from stylebench_jax.cli import main
-from stylebench_jax.config import config_from_dict
+from stylebench_jax.config import InvalidField, config_from_dict
 from stylebench_jax.data.construct import BuildConfig, build_benchmark, load_build_config
 from stylebench_jax.data.construct.config import FilterConfig, SamplingConfig, StructureConfig
 from stylebench_jax.data.construct.dedup import NearDuplicateIndex, jaccard, lsh_bands
@@ -265,10 +265,11 @@ def test_same_config_twice_gives_identical_bytes(corpus):
         for p in out.rglob("*")
         if p.is_file() and p.name != "build_info.json"
     }
-    for path in out.rglob("*"):
-        if path.is_file():
-            path.unlink()
-    build(corpus, out)
+    (out / "splits" / "stale.jsonl").write_text("from an earlier build\n")
+    with pytest.raises(InvalidField, match=r"output: .* already exists; choose another output or set "
+                                           r"overwrite=true"):
+        build(corpus, out)
+    build(corpus, out, overwrite=True)  # replaced as a whole: no file of the earlier build is left
     second = {
         p.relative_to(out): p.read_bytes()
         for p in out.rglob("*")
@@ -420,7 +421,8 @@ def test_cli_builds_and_loads_overrides(corpus, capsys):
      "filtered 29, sampled 29, canonical 29, final 0; 8 bad records (invalid_utf8 2, missing_author 1, "
      "empty_text 1; first: posts.jsonl:30: missing author (source field 'user')); most dropped by "
      "final:below_min_docs_per_author 29"),
-    (["sources[0].fields.text=nope", "sources[1].fields.text=nope"], "(ingested 0; "),
+    (["sources[0].fields.text=nope",  # every JSONL row lacks it; every table row is excluded
+      "sources[1].exclude={writer: [Reporter A, Reporter B, Reporter C, Disputed]}"], "(ingested 0; "),
 ])
 def test_a_build_that_leaves_no_document_is_an_error_and_writes_nothing(corpus, capsys, overrides, fragment):
     import yaml
@@ -431,6 +433,33 @@ def test_a_build_that_leaves_no_document_is_an_error_and_writes_nothing(corpus, 
     err = capsys.readouterr().err.strip()
     assert "tiny: no document is left for the benchmark (ingested " in err and fragment in err, err
     assert len(err.splitlines()) == 1 and not (corpus / "empty_out").exists()
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["sources[1].fields.text=nope"], "sources[1].fields.text: column 'nope' is not in the header of "
+                                      "news.tsv.gz ('writer', 'story', 'desk')"),
+    (["sources[1].path=none.tsv"], "sources[1].path: {root}/none.tsv: no such file or directory"),
+    (["data_root=/no/such/root"], "data_root: /no/such/root: no such directory"),
+    (["dedup.seed=-1"], "dedup.seed: expected a value >= 0, found -1"),
+    (["structure.max_tokens={attribution: 0}"], "structure.max_tokens.attribution: expected a positive"),
+    (['sampling.quotas={"en/short/news/attribution": -3}'], "sampling.quotas.en/short/news/attribution: "
+                                                             "expected a non-negative count, found -3"),
+    (["filters.thresholds.min_alpha_ratio=2"], "filters.thresholds.min_alpha_ratio: expected a ratio in "
+                                                "[0, 1], found 2"),
+    (["filters.per_language={en: {min_alpha_ratio: -4}}"], "filters.per_language.en.min_alpha_ratio: "
+                                                           "expected a ratio in [0, 1], found -4"),
+    (["splits.isolate=[source]", "splits.proportions={train: 0.5, test: 0.5}"],
+     "tiny: split 'test' (evaluation.split) has 0 documents and no author with two"),
+])
+def test_config_problems_are_refused_before_any_output(corpus, capsys, overrides, message):
+    import yaml
+
+    path = corpus / "bad.yaml"
+    path.write_text(yaml.safe_dump(config_dict(corpus, corpus / "bad_out"), sort_keys=False))
+    assert main(["data", "build", str(path), *overrides, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message.format(root=corpus) in err and len(err.splitlines()) == 1, err
+    assert not (corpus / "bad_out").exists()
 
 
 def test_directory_source_and_aliases(tmp_path):

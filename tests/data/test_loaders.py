@@ -320,3 +320,17 @@ def test_unknown_dataset_and_size(data_root):
         load_units("nope", data_root)
     with pytest.raises(UserInputError, match="unknown size 'huge'; expected one of quick, full"):
         load_units("cds_samples", data_root, size="huge")
+
+
+def test_seeds_past_two_to_the_32_are_their_own_streams():
+    import zlib
+
+    import numpy as np
+
+    from stylebench_jax.data.sampling import unit_rng
+
+    draw = lambda rng: rng.integers(1 << 30, size=8).tolist()  # noqa: E731
+    assert draw(unit_rng(7, "split")) == draw(np.random.default_rng([7, zlib.crc32(b"split")]))
+    assert draw(unit_rng(0, "split")) != draw(unit_rng(2**32, "split"))
+    with pytest.raises(ValueError, match="seed: expected a non-negative integer, found -1"):
+        unit_rng(-1, "split")

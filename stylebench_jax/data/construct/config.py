@@ -111,7 +111,8 @@ class DedupConfig:
     ngram: int = dataclasses.field(default=5, metadata={"minimum": 1})
     threshold: float = dataclasses.field(default=0.8, metadata={"minimum": 0.0, "maximum": 1.0})
     num_perm: int = dataclasses.field(default=128, metadata={"minimum": 16})
-    seed: int = 1
+    # datasketch's MinHash takes seeds in [0, 2**32)
+    seed: int = dataclasses.field(default=1, metadata={"minimum": 0, "maximum": 2**32 - 1})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,8 +130,25 @@ class Thresholds:
     min_script_ratio: float | None = 0.5           # drop if letters in the language's scripts / letters < it
     min_script_letters: int = 8                    # the script rule is evaluated only from this many letters
 
+    def __post_init__(self):
+        check_thresholds(dataclasses.asdict(self), "")
+
 
 THRESHOLD_KEYS = tuple(f.name for f in dataclasses.fields(Thresholds))
+
+
+def check_thresholds(values: dict, prefix: str) -> None:
+    """Ratios in [0, 1], runs and letter counts >= 0 (``None`` disables a rule); errors name
+    ``prefix + key``."""
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidField(prefix + key, f"expected a number or null, found {value!r}")
+        if "ratio" in key and not 0.0 <= value <= 1.0:
+            raise InvalidField(prefix + key, f"expected a ratio in [0, 1], found {value!r}")
+        if "ratio" not in key and (value < 0 or value != int(value)):
+            raise InvalidField(prefix + key, f"expected a non-negative integer, found {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,6 +187,7 @@ class FilterConfig:
                 if key not in THRESHOLD_KEYS:
                     raise InvalidField(f"per_language.{lang}.{key}",
                                        f"unknown threshold; expected one of {', '.join(THRESHOLD_KEYS)}")
+            check_thresholds(overrides, f"per_language.{lang}.")
         for lang, scripts in self.language_scripts.items():
             for index, script in enumerate(scripts):
                 if script not in SCRIPTS:
@@ -197,6 +216,9 @@ class StructureConfig:
     def __post_init__(self):
         if not self.chunk_tokens or min(self.chunk_tokens) < 1:
             raise InvalidField("chunk_tokens", "expected a non-empty list of positive token budgets")
+        for task, limit in self.max_tokens.items():
+            if limit < 1:
+                raise InvalidField(f"max_tokens.{task}", f"expected a positive token count, found {limit}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,9 +240,11 @@ class SamplingConfig:
         if self.mode == "reservoir" and self.length_bins == "quantile":
             raise InvalidField("length_bins", "quantile bins need every length first; the single-pass "
                                               "reservoir mode takes fixed bins")
-        for key in self.quotas:
+        for key, quota in self.quotas.items():
             if key.count("/") != 3:
                 raise InvalidField(f"quotas.{key}", "expected a key language/length_bin/genre/task_type")
+            if quota < 0:
+                raise InvalidField(f"quotas.{key}", f"expected a non-negative count, found {quota}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -281,9 +305,10 @@ class BuildConfig:
 
     name: str = dataclasses.field(metadata={"non_empty": True})
     output: Path
+    overwrite: bool = False  # replace an existing, non-empty output folder
     author_salt: str = dataclasses.field(metadata={"non_empty": True})
     data_root: Path | None = None
-    seed: int = 0
+    seed: int = dataclasses.field(default=0, metadata={"minimum": 0})
     tokenizer: str = "minilm"   # "minilm" (the installed all-MiniLM-L6-v2 tokenizer) or a model directory
     sources: tuple[SourceConfig, ...] = dataclasses.field(metadata={"non_empty": True})
     normalize: NormalizeConfig = NormalizeConfig()

@@ -66,6 +66,36 @@ def source_files(source: SourceConfig, root: Path | None, where: str) -> list[tu
     return [(p, p.relative_to(path).as_posix()) for p in files]
 
 
+def check_sources(sources, root: Path | None) -> None:
+    """Before any work: the data root is a folder, every source has its files, and each table
+    file's header has the columns the source maps (``fields``, ``exclude``): a column missing from
+    a header would otherwise turn every row into a bad record."""
+    if root is not None and not Path(root).is_dir():
+        raise InvalidField("data_root", f"{root}: no such directory")
+    for index, source in enumerate(sources):
+        files = source_files(source, root, f"sources[{index}].path")
+        if source.format not in ("tsv", "csv"):
+            continue
+        for path, rel in files:
+            header = _table_header(path, "\t" if source.format == "tsv" else ",")
+            if header is None:
+                continue  # an empty or unreadable file is counted as a bad record by the build
+            for key, column in [*(("fields." + name, column) for name, column in source.fields.items()),
+                                *(("exclude", column) for column in source.exclude)]:
+                if column not in header:
+                    raise InvalidField(f"sources[{index}].{key}",
+                                       f"column {column!r} is not in the header of {rel} "
+                                       f"({', '.join(map(repr, header))})")
+
+
+def _table_header(path: Path, delimiter: str) -> list[str] | None:
+    try:
+        with _open(path) as handle, _large_fields():
+            return next(csv.reader(_decoded_lines(handle, {}), delimiter=delimiter), None)
+    except (OSError, EOFError, zlib.error, csv.Error):
+        return None
+
+
 def _open(path: Path):
     return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
 
@@ -105,8 +135,9 @@ def _jsonl_rows(source: SourceConfig, path: Path, rel: str) -> Iterator[tuple[in
             try:
                 data = json.loads(line)
             except json.JSONDecodeError as error:
+                message = error.msg.removesuffix(" at")  # "Invalid control character at"
                 yield BadRecord(source.name, rel, number, "invalid_json",
-                                f"invalid JSON ({error.msg} at column {error.colno})")
+                                f"invalid JSON ({message} at column {error.colno})")
                 continue
             if not isinstance(data, dict):
                 yield BadRecord(source.name, rel, number, "not_an_object",

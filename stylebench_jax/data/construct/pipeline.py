@@ -51,7 +51,7 @@ from stylebench_jax.config import InvalidField, config_to_dict
 from stylebench_jax.data.construct import dedup as dedup_lib
 from stylebench_jax.data.construct import export, filters, sampling, splits, structure
 from stylebench_jax.data.construct.config import BuildConfig, SourceConfig
-from stylebench_jax.data.construct.ingest import RawDocument, ingest
+from stylebench_jax.data.construct.ingest import RawDocument, check_sources, ingest
 from stylebench_jax.data.construct.records import (
     BadRecord,
     Origin,
@@ -62,7 +62,7 @@ from stylebench_jax.data.construct.records import (
 )
 from stylebench_jax.data.construct.textops import Boilerplate, canonicalize, collapse_whitespace, normalize
 from stylebench_jax.errors import UserInputError
-from stylebench_jax.fileio import write_text_atomic
+from stylebench_jax.fileio import atomic_directory, write_text_atomic
 from stylebench_jax.parallel.distributed import is_primary, map_shards
 
 MAX_LISTED_BAD = 1000        # bad records listed one by one in the manifest (all are counted)
@@ -147,6 +147,8 @@ class _Run:
         boiler = Boilerplate(config.normalize.boilerplate_lines)
         keys: set[str] = set()
         for index, source in enumerate(config.sources):
+            self.log(f"data build: reading source {index + 1}/{len(config.sources)} {source.name!r} "
+                     f"({self.stages.get('normalized', 0)} documents so far)")
             source_counts: dict[str, int] = {}
             for item in ingest(source, config.data_root, f"sources[{index}].path", source_counts):
                 if isinstance(item, BadRecord):
@@ -349,6 +351,8 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
         log = lambda message: None  # noqa: E731
     started = time.perf_counter()
     check_export_dependencies(config.export)
+    check_output(config)
+    check_sources(config.sources, config.data_root)
     tokenizer, tokenizer_info = load_tokenizer(config.tokenizer)
     toxicity = toxicity or filters.resolve_hook(config.filters.toxicity, "filters.toxicity")
     language_id = language_id or filters.resolve_hook(config.filters.language_id, "filters.language_id")
@@ -392,35 +396,61 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
     for record, split, bucket in zip(final, labels, buckets):
         by_split[split].append(record)
         bucket_split[bucket][split] += 1
+    _check_evaluation_split(config, by_split)
     manifest = _manifest(config, run, report, by_split, bucket_split, tokenizer_info)
     out = Path(config.output)
     if not is_primary():
         return BuildResult(manifest, out, by_split)
-    files = {}
-    for split, records in by_split.items():
-        path = out / "splits" / f"{split}.jsonl"
-        export.write_jsonl(path, (export.record_row(r) for r in records))
-        files[f"splits/{split}.jsonl"] = _sha256_file(path)
-        if config.export.manifest_only_release:
-            path = out / "release" / f"{split}.jsonl"
-            export.write_jsonl(path, (export.release_row(r) for r in records))
-            files[f"release/{split}.jsonl"] = _sha256_file(path)
-        if config.export.parquet:
-            path = out / "parquet" / f"{split}.parquet"
-            export.write_parquet(path, records)
-            files[f"parquet/{split}.parquet"] = _sha256_file(path)
-    if config.export.tfds != "none":
-        builder_dir = export.write_tfds(out / "tfds", config.name, by_split, config.export.tfds,
-                                        f"{config.name}: authorship benchmark built by stylebench data build")
-        manifest["tfds_builder_dir"] = str(builder_dir.relative_to(out))
-    manifest["files"] = files
-    write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
-    timings["total_s"] = time.perf_counter() - started
-    write_text_atomic(out / "build_info.json", json.dumps({k: round(v, 3) for k, v in timings.items()},
-                                                          indent=1) + "\n")
+    log(f"data build: writing {out}")
+    with atomic_directory(out) as tmp:  # complete or not at all; no file of an earlier build survives
+        files = {}
+        for split, records in by_split.items():
+            path = tmp / "splits" / f"{split}.jsonl"
+            export.write_jsonl(path, (export.record_row(r) for r in records))
+            files[f"splits/{split}.jsonl"] = _sha256_file(path)
+            if config.export.manifest_only_release:
+                path = tmp / "release" / f"{split}.jsonl"
+                export.write_jsonl(path, (export.release_row(r) for r in records))
+                files[f"release/{split}.jsonl"] = _sha256_file(path)
+            if config.export.parquet:
+                path = tmp / "parquet" / f"{split}.parquet"
+                export.write_parquet(path, records)
+                files[f"parquet/{split}.parquet"] = _sha256_file(path)
+        if config.export.tfds != "none":
+            description = f"{config.name}: authorship benchmark built by stylebench data build"
+            builder_dir = export.write_tfds(tmp / "tfds", config.name, by_split, config.export.tfds,
+                                            description)
+            manifest["tfds_builder_dir"] = str(builder_dir.relative_to(tmp))
+        manifest["files"] = files
+        write_text_atomic(tmp / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        timings["total_s"] = time.perf_counter() - started
+        write_text_atomic(tmp / "build_info.json", json.dumps({k: round(v, 3) for k, v in timings.items()},
+                                                              indent=1) + "\n")
     log(f"data build: {len(final)} documents -> {out} "
         + ", ".join(f"{s} {len(r)}" for s, r in by_split.items()) + f" ({timings['total_s']:.1f} s)")
     return BuildResult(manifest, out, by_split)
+
+
+def check_output(config: BuildConfig) -> None:
+    """The output folder may be replaced only when ``overwrite`` says so (checked before any work)."""
+    out = Path(config.output)
+    if out.exists() and not out.is_dir():
+        raise InvalidField("output", f"{out} exists and is not a directory")
+    if out.exists() and not config.overwrite and any(out.iterdir()):
+        raise InvalidField("output", f"{out} already exists; choose another output or set overwrite=true "
+                                     "to replace it")
+
+
+def _check_evaluation_split(config: BuildConfig, by_split: dict[str, list[Record]]) -> None:
+    """The evaluation split must hold an author with two documents, or ``eval --built`` has no task."""
+    name = config.evaluation.split
+    authors = Counter(r.author_id for r in by_split[name])
+    if not any(n >= 2 for n in authors.values()):
+        sizes = ", ".join(f"{s} {len(r)}" for s, r in by_split.items())
+        raise UserInputError(
+            f"{config.name}: split {name!r} (evaluation.split) has {len(by_split[name])} documents and no "
+            f"author with two ({sizes}); groups are dealt within each length/genre bucket, so few large "
+            "groups (splits.isolate, few authors) leave it empty: add authors or change splits")
 
 
 def _empty_build_message(config: BuildConfig, run: _Run) -> str:
@@ -473,8 +503,13 @@ def public_config(config: BuildConfig) -> dict:
       author hashes (a canonical name's hash is the ``author_id`` of its documents);
     * ``sources[i].exclude`` values -> ``salted_hash(salt, "exclude", field, value)``, since excluded
       values are typically author names.
+
+    ``output`` and ``overwrite`` say where and how this copy was written, not what it holds: left
+    out, so the same build in two folders has the same manifest.
     """
     data = config_to_dict(config)
+    data.pop("output")
+    data.pop("overwrite")
     salt = data.pop("author_salt")
     data = {"author_salt_sha256": hashlib.sha256(salt.encode("utf-8")).hexdigest(), **data}
     for source, entry in zip(config.sources, data["sources"]):

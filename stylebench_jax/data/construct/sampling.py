@@ -27,7 +27,6 @@ What did not fit in a reservoir is reported as ``reservoir_dropped``.
 
 from __future__ import annotations
 
-import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -35,10 +34,7 @@ import numpy as np
 
 from stylebench_jax.data.construct.config import SamplingConfig
 from stylebench_jax.data.construct.records import Record, length_bucket
-
-
-def _rng(seed: int, *keys: str) -> np.random.Generator:
-    return np.random.default_rng([seed & 0xFFFFFFFF] + [zlib.crc32(k.encode("utf-8")) for k in keys])
+from stylebench_jax.data.sampling import unit_rng
 
 
 def quantile_edges(records: Sequence[Record], n_bins: int) -> dict[str, np.ndarray]:
@@ -71,7 +67,8 @@ def cap_authors(records: list[Record], cap: int | None, seed: int) -> tuple[list
     keep = np.ones(len(records), dtype=bool)
     for author, indices in by_author.items():
         if len(indices) > cap:
-            chosen = set(_rng(seed, "author", author).choice(len(indices), size=cap, replace=False).tolist())
+            rng = unit_rng(seed, "author", author)
+            chosen = set(rng.choice(len(indices), size=cap, replace=False).tolist())
             for j, i in enumerate(indices):
                 keep[i] = j in chosen
     return [r for r, k in zip(records, keep) if k], int((~keep).sum())
@@ -145,7 +142,7 @@ class Reservoirs:
         if seen < self.capacity:
             items.append((position, record))
             return
-        rng = self.rngs.setdefault(key, _rng(self.seed, "reservoir", key))
+        rng = self.rngs.setdefault(key, unit_rng(self.seed, "reservoir", key))
         slot = int(rng.integers(seen + 1))
         if slot < self.capacity:
             items[slot] = (position, record)
@@ -200,7 +197,7 @@ def sample(records: Iterable[Record], config: SamplingConfig, seed: int) -> tupl
         if n >= len(indices):
             keep[indices] = True
         elif n > 0:
-            chosen = _rng(seed, "bucket", key).choice(len(indices), size=n, replace=False)
+            chosen = unit_rng(seed, "bucket", key).choice(len(indices), size=n, replace=False)
             keep[np.asarray(indices)[chosen]] = True
     kept = [r for r, k in zip(records, keep) if k]
     report.update(buckets={k: {"available": available.get(k, 0), "quota": quotas.get(k, 0),

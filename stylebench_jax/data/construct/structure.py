@@ -12,12 +12,12 @@ document text, inherits its metadata and gets the key ``<document key>@<start>``
 from __future__ import annotations
 
 import re
-import zlib
 
 import numpy as np
 
 from stylebench_jax.data.construct.config import StructureConfig
 from stylebench_jax.data.construct.records import Origin, Record, document_id
+from stylebench_jax.data.sampling import unit_rng
 from stylebench_jax.text.sentences import regex_split
 
 _SPACE = re.compile(r"\S+")
@@ -82,7 +82,7 @@ def chunk_spans(text: str, sentence_tokens, spans, budgets) -> list[tuple[int, i
 
 
 def _budgets(config: StructureConfig, seed: int, key: str):
-    rng = np.random.default_rng([seed & 0xFFFFFFFF, zlib.crc32(key.encode("utf-8"))])
+    rng = unit_rng(seed, key)
     while True:
         yield int(config.chunk_tokens[int(rng.integers(len(config.chunk_tokens)))])
 

@@ -34,7 +34,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from stylebench_jax.data.pairs.config import PreparePairsConfig
 from stylebench_jax.data.pairs.filters import (
@@ -49,7 +48,8 @@ from stylebench_jax.data.pairs.sources import SourceBook, load_sources
 from stylebench_jax.data.pairs.splits import SPLITS, split_books
 from stylebench_jax.data.pairs.topics import TopicLexicon, load_lexicon
 from stylebench_jax.data.sampling import unit_rng
-from stylebench_jax.parallel.distributed import is_primary, map_shards
+from stylebench_jax.parallel.distributed import map_shards
+from stylebench_jax.progress import progress_bar
 from stylebench_jax.text.gutenberg import strip_gutenberg
 from stylebench_jax.text.sentences import splitter_name
 from stylebench_jax.text.windows import document_sentences, window_starts
@@ -143,8 +143,7 @@ def prepare_pairs(config: PreparePairsConfig, *, embed: Callable[[list[str]], np
     def split_part(part: Sequence[SourceBook]) -> list[list[list[str]]]:
         return [book_sentences(book, gutenberg=config.standardize.gutenberg,
                                min_sentence_chars=config.windows.min_sentence_chars)
-                for book in tqdm(part, desc="split sentences", unit="book", leave=False,
-                                 disable=not progress or not is_primary())]
+                for book in progress_bar(part, desc="split sentences", unit="book", enabled=progress)]
 
     # Several processes (parallel.distributed): each splits its share of the books, all get every book's.
     sentences = {book.book: split for book, split in zip(books, map_shards(split_part, books))}
@@ -183,13 +182,14 @@ def prepare_pairs(config: PreparePairsConfig, *, embed: Callable[[list[str]], np
 
     topic = {b: lexicon.labels([c.text for c in chunks_by_book[b]]) for b in book_ids}
     clock.lap("topics")
+    # splits do not depend on the embeddings: a split left without books fails before the mining
+    split_of = split_books({b: author[b] for b in book_ids}, config.split.ratios,
+                           unit_rng(config.seed, "split", config.split.by), by=config.split.by)
     neighbours = neighbour_books({b: [c.text for c in chunks_by_book[b]] for b in book_ids}, embed,
                                  per_book=config.mining.chunks_per_book, k=config.mining.neighbour_books,
                                  seed=config.seed, mesh=mesh, precision=config.mining.precision)
     clock.lap("mining")
 
-    split_of = split_books({b: author[b] for b in book_ids}, config.split.ratios,
-                           unit_rng(config.seed, "split", config.split.by), by=config.split.by)
     chunk_table, chunk_id = _chunk_table(book_ids, chunks_by_book, split_of, author, source, topic)
     pair_table, shortfall = _pair_table(config, book_ids, chunks_by_book, split_of, author, topic, chunk_id,
                                         neighbours)
