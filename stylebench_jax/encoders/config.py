@@ -8,7 +8,7 @@ from pathlib import Path
 from stylebench_jax.errors import located
 from stylebench_jax.fileio import read_json_file
 
-SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "mpnet-free-bert")
+SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "camembert")
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 
 
@@ -64,6 +64,10 @@ class EncoderConfig:
         for key in required:
             if not isinstance(raw.get(key), int):
                 raise located(path, f"expected an integer, found {raw.get(key)!r}", field=key)
+        position_type = raw.get("position_embedding_type", "absolute")
+        if position_type not in (None, "absolute"):
+            raise located(path, f"position_embedding_type {position_type!r} is not supported (absolute "
+                                "position embeddings only)", field="position_embedding_type")
         roberta_like = model_type in ("roberta", "xlm-roberta", "camembert")
         pad = int(raw.get("pad_token_id", 1 if roberta_like else 0) or 0)
         try:

@@ -48,7 +48,7 @@ from stylebench_jax.encoders.config import SUPPORTED_MODEL_TYPES, EncoderConfig
 from stylebench_jax.encoders.decoder_config import DECODER_MODEL_TYPES, DecoderConfig
 from stylebench_jax.encoders.decoder_weights import decoder_tensor_maps
 from stylebench_jax.encoders.pooling import DECODER_POOLING_MODES, POOLING_MODES
-from stylebench_jax.encoders.tokenizer import load_tokenizer
+from stylebench_jax.encoders.tokenizer import load_tokenizer, read_tokenizer_config
 from stylebench_jax.encoders.weights import (
     POOLING_WEIGHTS,
     PROJECTION_DIR,
@@ -67,6 +67,16 @@ DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 # sentence-transformers' Pooling keys -> our pooling names ("pooling_mode_attention" is ours, encoders.export)
 ST_POOLING = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean",
               "pooling_mode_lasttoken": "last", "pooling_mode_attention": "attention"}
+# sentence-transformers 5's one key, ``"pooling_mode": "cls"`` (or a list of names), in the same terms
+ST5_POOLING = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens",
+               "lasttoken": "pooling_mode_lasttoken", "max": "pooling_mode_max_tokens",
+               "mean_sqrt_len_tokens": "pooling_mode_mean_sqrt_len_tokens",
+               "weightedmean": "pooling_mode_weightedmean_tokens"}
+# modules.json entries we run: the transformer, its pooling, normalisation and our projection head
+# (matched by the class name that ends the type: "sentence_transformers.models.Pooling" and 5.x's
+# "sentence_transformers.sentence_transformer.modules.pooling.Pooling" alike)
+ST_MODULES = ("Transformer", "Pooling", "Normalize", "Projection")
+TOKENIZER_VERY_LARGE = 100_000  # a tokenizer's model_max_length above this means "not set" (Hugging Face)
 
 ParamPath = tuple[str, ...]  # a parameter's place in the tree: ("encoder", "layer_0", "output", "kernel")
 
@@ -111,13 +121,28 @@ def sentence_transformers_defaults(model_dir: Path, pooling_modes: tuple[str, ..
     ``config_sentence_transformers.json``'s ``prompts[default_prompt_name]``.
     """
     defaults: dict = {}
-    st_config = read_json_file(model_dir / "sentence_bert_config.json", {})
-    if isinstance(st_config, dict) and "max_seq_length" in st_config:
+    st_path = model_dir / "sentence_bert_config.json"
+    st_config = read_json_file(st_path, {})
+    if isinstance(st_config, dict) and st_config.get("max_seq_length") is not None:
         defaults["max_length"] = int(st_config["max_seq_length"])
+    if isinstance(st_config, dict) and st_config.get("do_lower_case"):
+        defaults["lowercase"] = True  # sentence-transformers lowercases every text before tokenising
+    # sentence-transformers 5 keeps the length as the tokenizer's model_max_length; older versions
+    # without max_seq_length take min(positions, model_max_length): the same min, applied by
+    # ``chosen_max_length`` where the position table is known
+    limit = read_tokenizer_config(model_dir).get("model_max_length")
+    if isinstance(limit, int) and not isinstance(limit, bool) and 0 < limit <= TOKENIZER_VERY_LARGE:
+        defaults["tokenizer_max_length"] = limit
     modules = read_json_file(model_dir / "modules.json", [])
     pooling_dir = "1_Pooling"
     if isinstance(modules, list) and modules:
         modules = [m for m in modules if isinstance(m, dict)]
+        for module in modules:
+            kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+            if kind not in ST_MODULES:
+                raise UserInputError(f"{model_dir / 'modules.json'}: module {module.get('type')!r} "
+                                     f"({module.get('path') or 'no path'}) is not supported; expected only "
+                                     f"{', '.join(ST_MODULES[:3])} modules (and this package's projection)")
         defaults["normalize"] = any("Normalize" in str(m.get("type", "")) for m in modules)
         if any(m.get("path") == PROJECTION_DIR for m in modules):  # ours (encoders.export): Writing7's head
             projection = read_json_file(model_dir / PROJECTION_DIR / "config.json", {})
@@ -131,6 +156,13 @@ def sentence_transformers_defaults(model_dir: Path, pooling_modes: tuple[str, ..
     pooling = read_json_file(pooling_path, {})
     if isinstance(pooling, dict):
         modes = [key for key, value in pooling.items() if key.startswith("pooling_mode_") and value]
+        named = pooling.get("pooling_mode")
+        if named is not None:  # sentence-transformers 5
+            names = [named] if isinstance(named, str) else named
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise UserInputError(f"{pooling_path}: pooling_mode: expected a name or a list of names, "
+                                     f"found {named!r}")
+            modes += [ST5_POOLING.get(n, n) for n in names]
         if modes:
             known = [key for key, name in ST_POOLING.items() if name in pooling_modes]
             if len(modes) != 1 or modes[0] not in known:
@@ -181,6 +213,16 @@ class EncoderFiles:
         return params
 
 
+def _lowercasing(tokenizer, defaults: dict, model_dir: Path):
+    """``tokenizer``, lowercasing first when ``sentence_bert_config.json`` says ``do_lower_case``."""
+    if not defaults.get("lowercase"):
+        return tokenizer
+    if not hasattr(tokenizer, "lowercased"):
+        raise UserInputError(f"{model_dir / 'sentence_bert_config.json'}: do_lower_case true is implemented "
+                             "for tokenizer.json / vocab.txt tokenizers, not SentencePiece models")
+    return tokenizer.lowercased()
+
+
 def read_encoder_dir(model_dir: str | Path) -> EncoderFiles:
     """Config, tokenizer, tensor maps and sentence-transformers defaults of a BERT-family directory
     (every problem a ``UserInputError`` naming the file). A learned attention pooling
@@ -190,6 +232,7 @@ def read_encoder_dir(model_dir: str | Path) -> EncoderFiles:
     config = EncoderConfig.from_json(model_dir / "config.json")
     tokenizer = load_tokenizer(model_dir)
     defaults = sentence_transformers_defaults(model_dir, POOLING_MODES)
+    tokenizer = _lowercasing(tokenizer, defaults, model_dir)
     where, files = tensor_files(model_dir)
     tensors = bert_tensor_maps(config, where, model_dir)
     if defaults.get("pooling") == "attention":
@@ -217,6 +260,7 @@ def read_decoder_dir(model_dir: str | Path) -> EncoderFiles:
     config = DecoderConfig.from_json(model_dir / "config.json")
     tokenizer = load_tokenizer(model_dir)
     defaults = sentence_transformers_defaults(model_dir, DECODER_POOLING_MODES)
+    tokenizer = _lowercasing(tokenizer, defaults, model_dir)
     if "projection_dim" in defaults:
         raise UserInputError(f"{model_dir / 'modules.json'}: lists a projection head ({PROJECTION_DIR}), "
                              "which is implemented for BERT-family encoders only")

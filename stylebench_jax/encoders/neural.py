@@ -83,7 +83,7 @@ from stylebench_jax.encoders.pooling import (
     DecoderSentenceEncoder,
     SentenceEncoder,
 )
-from stylebench_jax.errors import InvalidOption
+from stylebench_jax.errors import InvalidOption, UserInputError
 from stylebench_jax.parallel import DECODER_RULES, DEFAULT_RULES, batch_sharding, resolve_mesh
 from stylebench_jax.parallel.distributed import process_count
 from stylebench_jax.progress import progress_bar
@@ -231,8 +231,13 @@ class FlaxEncoderEmbedder:
             limit = self.steb_max_length()
             max_length = limit if max_length is None else min(max_length, limit)
         prompt = defaults.get("prompt", "") if prompt is None else prompt
+        from_st_file = max_length is None and defaults.get("max_length") is not None
         max_length = self.chosen_max_length(self.config, defaults, max_length)
         reserved = self.tokenizer.n_special + (len(self.tokenizer.content_ids([prompt])[0]) if prompt else 0)
+        if not reserved < max_length <= self.config.max_tokens and from_st_file:
+            raise UserInputError(f"{self.model_dir / 'sentence_bert_config.json'}: max_seq_length "
+                                 f"{max_length}: expected a value in ({reserved}, {self.config.max_tokens}] "
+                                 "(the position table of config.json); pass --max-length to override")
         if not reserved < max_length <= self.config.max_tokens:
             taken = f" (special tokens and prompt take {reserved})" if prompt else ""
             raise InvalidOption("max_length", f"expected a value in ({reserved}, {self.config.max_tokens}] "
@@ -272,8 +277,11 @@ class FlaxEncoderEmbedder:
     @classmethod
     def chosen_max_length(cls, config, defaults: dict, max_length: int | None) -> int:
         """The token budget an embedder uses: the option, else sentence-transformers' ``max_seq_length``
-        (``defaults``), else the family's default (the memory plan asks the same)."""
-        return max_length or defaults.get("max_length") or cls.default_max_length(config)
+        (``defaults``), else the family's default capped by the tokenizer's ``model_max_length``
+        (sentence-transformers' own fallback; the memory plan asks the same)."""
+        if max_length or defaults.get("max_length"):
+            return max_length or defaults["max_length"]
+        return min(cls.default_max_length(config), defaults.get("tokenizer_max_length") or config.max_tokens)
 
     # ----------------------------------------------------------------- family hooks
     @staticmethod

@@ -91,6 +91,17 @@ class TextTokenizer:
         """Add the model's special tokens around ``content`` (e.g. ``[CLS] ... [SEP]``)."""
         return [*self.prefix, *content, *self.suffix]
 
+    def lowercased(self) -> TextTokenizer:
+        """The same tokenizer lowercasing every text first (sentence-transformers' ``do_lower_case``):
+        a Lowercase normaliser ahead of the pipeline's own, so a saved copy does it too; the digest
+        changes with it."""
+        tokenizer = Tokenizer.from_str(self._tokenizer.to_str())
+        first = normalizers.Lowercase()
+        tokenizer.normalizer = first if tokenizer.normalizer is None else normalizers.Sequence(
+            [first, tokenizer.normalizer])
+        digest = hashlib.sha256(f"{self.digest}/lowercase".encode()).hexdigest()[:16]
+        return TextTokenizer(tokenizer, digest, self.pad_id, self.model_max_length)
+
     def save(self, directory: Path) -> None:
         """Write ``tokenizer.json`` (the whole pipeline, special-token template included) and
         ``tokenizer_config.json`` (pad token) into ``directory``: what :meth:`from_dir` reads back."""

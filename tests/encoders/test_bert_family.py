@@ -129,3 +129,79 @@ def test_identity_covers_the_architecture_fields_that_change_the_vectors(tmp_pat
     (folder / "config.json").write_text(json.dumps({**config, "transformers_version": "y"}))
     again = resolve_embedder(str(folder), mesh=mesh, progress=False)
     assert again.identity == before.identity  # a field that changes nothing splits nothing
+
+
+# ------------------------------------------------- sentence-transformers' files, 5.x layout included
+ONE_DEVICE = dict(mesh=make_mesh("data=1,model=1", devices=jax.devices()[:1]), progress=False)
+
+
+def write_json(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def st_modules(*kinds):
+    paths = {"Transformer": "", "Pooling": "1_Pooling", "Normalize": "2_Normalize", "Dense": "2_Dense"}
+    module = "sentence_transformers.sentence_transformer.modules"
+    return [{"idx": i, "name": str(i), "path": paths[kind], "type": f"{module}.{kind.lower()}.{kind}"}
+            for i, kind in enumerate(kinds)]
+
+
+def test_sentence_transformers_5_pooling_and_length_are_read(tmp_path):
+    """5.x writes ``"pooling_mode": "cls"`` and keeps the length as the tokenizer's
+    model_max_length; both used to be skipped (mean pooling, the position table's length)."""
+    folder = copy_model("roberta", tmp_path)
+    ref = load_reference("roberta")
+    write_json(folder / "modules.json", st_modules("Transformer", "Pooling", "Normalize"))
+    write_json(folder / "1_Pooling" / "config.json", {"embedding_dimension": 32, "pooling_mode": "cls"})
+    tok_config = json.loads((folder / "tokenizer_config.json").read_text())
+    write_json(folder / "tokenizer_config.json", {**tok_config, "model_max_length": 6})
+    ours = FlaxEncoderEmbedder(folder, **ONE_DEVICE)
+    assert (ours.settings.pooling, ours.settings.max_length) == ("cls", 6)
+    short = [text for text, mask in zip(ref["texts"], ref["attention_mask"]) if mask.sum() <= 6]
+    rows = [i for i, mask in enumerate(ref["attention_mask"]) if mask.sum() <= 6]
+    assert len(rows) >= 2
+    np.testing.assert_allclose(ours.embed(short), ref["cls"][rows], atol=ATOL)
+    for mode in ("max", ["mean", "max"]):
+        write_json(folder / "1_Pooling" / "config.json", {"embedding_dimension": 32, "pooling_mode": mode})
+        with pytest.raises(UserInputError, match=r"1_Pooling/config\.json: pooling .* is not supported"):
+            FlaxEncoderEmbedder(folder, **ONE_DEVICE)
+
+
+def test_modules_we_do_not_run_are_refused(tmp_path):
+    folder = copy_model("bert", tmp_path)
+    write_json(folder / "modules.json", st_modules("Transformer", "Pooling", "Dense", "Normalize"))
+    with pytest.raises(UserInputError, match=r"modules\.json: module '.*\.Dense' \(2_Dense\) is not "):
+        FlaxEncoderEmbedder(folder, **ONE_DEVICE)
+
+
+def test_do_lower_case_lowercases_before_tokenising_and_is_keyed(tmp_path):
+    folder = copy_model("roberta", tmp_path)  # a cased BPE tokenizer
+    plain = FlaxEncoderEmbedder(folder, **ONE_DEVICE)
+    write_json(folder / "sentence_bert_config.json", {"max_seq_length": 32, "do_lower_case": True})
+    lowered = FlaxEncoderEmbedder(folder, **ONE_DEVICE)
+    assert lowered.identity != plain.identity
+    assert plain.tokenizer.content_ids(["Hello World"]) != plain.tokenizer.content_ids(["hello world"])
+    np.testing.assert_allclose(lowered.embed(["Hello World"]), plain.embed(["hello world"]), atol=1e-6)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"position_embedding_type": "relative_key"},
+     r"config\.json: field 'position_embedding_type': position_embedding_type 'relative_key' is not"),
+    ({"model_type": "mpnet-free-bert"}, r"config\.json: field 'model_type'"),
+])
+def test_architectures_we_do_not_compute_are_refused(tmp_path, change, message):
+    folder = copy_model("bert", tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    write_json(folder / "config.json", {**config, **change})
+    with pytest.raises(UserInputError, match=message):
+        FlaxEncoderEmbedder(folder, **ONE_DEVICE)
+
+
+def test_a_max_seq_length_past_the_position_table_names_the_file(tmp_path):
+    folder = copy_model("bert", tmp_path)
+    limit = json.loads((folder / "config.json").read_text())["max_position_embeddings"]
+    write_json(folder / "sentence_bert_config.json", {"max_seq_length": limit + 2})
+    with pytest.raises(UserInputError, match=rf"sentence_bert_config\.json: max_seq_length {limit + 2}: "
+                                             r"expected a value in \(2, " + str(limit)):
+        FlaxEncoderEmbedder(folder, **ONE_DEVICE)
