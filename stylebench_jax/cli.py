@@ -10,6 +10,7 @@ reported as the subcommand's own flag (``--max-length``).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -120,6 +121,15 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         # stdout at /dev/null so the interpreter's final flush does not raise again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a pipe writer killed by it
+    except OSError as error:
+        # a file or folder that cannot be written (no permission, read-only or full file system):
+        # the user's to fix, one line, whichever write found it (outputs are checked before the work,
+        # but a place can change during it)
+        if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT) \
+                or not error.filename or distributed.peer_failure(error):
+            raise
+        print(f"stylebench {args.command}: error: {error.filename}: {error.strerror}", file=sys.stderr)
+        return 2
     except Exception as error:
         if distributed.peer_failure(error):  # a peer died or hung inside a collective
             distributed.exit_after_failure(args.command, error)

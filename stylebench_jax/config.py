@@ -30,6 +30,7 @@ loader and ``commands/`` speak in key paths and flags.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -364,6 +365,8 @@ def _scalar(annotation: Any, value: Any, locator: Locator, keys: KeyPath) -> Any
     if annotation is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise locator.error(keys, f"expected a number, found {_show(value)}")
+        if not math.isfinite(value):  # YAML's .nan / .inf: no setting means either, and NaN passes bounds
+            raise locator.error(keys, f"expected a finite number, found {_show(value)}")
         return float(value)
     if annotation is str:
         if not isinstance(value, str):

@@ -124,6 +124,8 @@ def test_errors_name_file_line_and_key_path(tmp_path, text, line, fragment):
     ("nonsense", "expected key.path=value"),
     ("trainer.tags[5]=x", "no list entry 5"),
     ("trainer.optimizer.warmup=2", "trainer.optimizer.warmup: expected a value <= 1.0"),
+    ("trainer.optimizer.warmup=nan", "trainer.optimizer.warmup: expected a finite number, found nan"),
+    ("trainer.optimizer.lr=.inf", "trainer.optimizer.lr: expected a finite number, found inf"),
 ])
 def test_bad_overrides_name_the_override(tmp_path, override, fragment):
     path = write(tmp_path, GOOD)

@@ -100,6 +100,8 @@ def _check_parent(path: Path, flag: str) -> None:
         raise UserInputError(f"{flag} {path}: directory {parent} does not exist (create it first)")
     if not parent.is_dir():
         raise UserInputError(f"{flag} {path}: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserInputError(f"{flag} {path}: directory {parent} is not writable")
 
 
 def check_output_file(path: Path, flag: str, *, suffix: str | None = None,
@@ -131,6 +133,9 @@ def check_output_dir(path: Path, flag: str) -> None:
         if parent.exists():
             if not parent.is_dir():
                 raise UserInputError(f"{flag} {path}: {parent} is a file, not a directory")
+            # the output is built beside its place and moved in (fileio.atomic_directory)
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise UserInputError(f"{flag} {path}: directory {parent} is not writable")
             break
 
 

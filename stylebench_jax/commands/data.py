@@ -32,8 +32,8 @@ candidate-pool statistics, bad records, the resolved config with the salt replac
 SHA-256 and author names in aliases/exclusions by salted hashes, SHA-256 of every split file),
 splits/<split>.jsonl, release/<split>.jsonl (manifest-only release: ids, hashes, offsets, no
 text), parquet/<split>.parquet (the same records; export.parquet=false turns it off) and
-optionally a TensorFlow Datasets builder directory (tfds/). The same
-config twice gives byte-identical manifest.json and splits. Config schema:
+optionally a TensorFlow Datasets builder directory (tfds/), and build_info.json (timings). The same
+config twice gives byte-identical manifest.json, splits and Parquet files. Config schema:
 stylebench_jax/data/construct/config.py; a ready config: configs/data/authbench_en.yaml.
 """
 
@@ -56,7 +56,7 @@ def register(subparsers) -> None:
         "build", help="build an authorship benchmark from a YAML config", description=DESCRIPTION,
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     build.add_argument("config", type=Path, help="build config (YAML)")
-    build.add_argument("overrides", nargs="*", metavar="key=value",
+    build.add_argument("overrides", nargs="*", default=[], metavar="key=value",
                        help="override config keys, e.g. sampling.total=5000 output=runs/x")
     build.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     build.set_defaults(func=run_build, no_cache=True)

@@ -46,7 +46,7 @@ def register(subparsers) -> None:
         "launch", help="run a command on a TPU pod, a SLURM cluster or N local processes (launch profile)",
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("profile", type=Path, help="launch profile YAML (configs/launch/*.yaml)")
-    parser.add_argument("overrides", nargs="*", metavar="[ACTION] key=value",
+    parser.add_argument("overrides", nargs="*", default=[], metavar="[ACTION] key=value",
                         help="the action (see above), then config overrides")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the commands that would run; create, submit or run nothing")

@@ -50,7 +50,7 @@ def register(subparsers) -> None:
         "prepare-pairs", help="build Writing7 training pairs (and group-labelled chunks) from books",
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", type=Path, help="YAML config (e.g. configs/pairs/novels.yaml)")
-    parser.add_argument("overrides", nargs="*", metavar="key=value",
+    parser.add_argument("overrides", nargs="*", default=[], metavar="key=value",
                         help="config overrides, e.g. split.by=author pairs.negatives_per_book=20")
     add_mesh_argument(parser)
     add_cache_arguments(parser)

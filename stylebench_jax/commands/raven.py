@@ -51,7 +51,7 @@ def register(subparsers) -> None:
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True, metavar="YAML", help="a configs/raven/*.yaml file")
     parser.add_argument("--output", required=True, metavar="DIR", help="output directory (created)")
-    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    parser.add_argument("overrides", nargs="*", default=[], metavar="key=value", help="config overrides")
     add_data_root_argument(parser)
     add_cache_arguments(parser)
     parser.add_argument("--force", action="store_true", help="recompute fold results already in DIR")

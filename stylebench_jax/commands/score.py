@@ -45,19 +45,23 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "score", help="style similarity of two texts or of a JSONL file of pairs (calibrated or raw)",
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("texts", nargs="*", metavar="TEXT", help="TEXT_A TEXT_B (or @file)")
+    parser.add_argument("texts", nargs="*", default=[], metavar="TEXT", help="TEXT_A TEXT_B (or @file)")
     add_embedder_arguments(parser, model_required=False)
-    parser.add_argument("--calibration", type=Path, default=None, help="style_calibration.json")
+    parser.add_argument("--calibration", type=Path, default=None,
+                        help="style_calibration.json of `stylebench calibrate` (adds score_calibrated)")
     parser.add_argument("--pairs", type=Path, default=None, help="JSONL file of text pairs")
     parser.add_argument("--output", type=Path, default=None, help="JSONL output for --pairs")
-    parser.add_argument("--text-fields", default="text1,text2", help="the two text fields of --pairs lines")
-    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--text-fields", default="text1,text2",
+                        help="the two text fields of --pairs lines (default: text1,text2)")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_style_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def _text(argument: str) -> str:
     if not argument.startswith("@"):
+        if not argument.strip():
+            raise UserInputError(f"text {argument!r}: expected a non-empty text (or @FILE)")
         return argument
     from stylebench_jax.data.readers import read_text
 

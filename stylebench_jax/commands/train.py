@@ -37,7 +37,7 @@ def register(subparsers) -> None:
         "train", help="train a style encoder (contrastive bi-encoder) and export it",
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", type=Path, help="training config YAML")
-    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    parser.add_argument("overrides", nargs="*", default=[], metavar="key=value", help="config overrides")
     parser.add_argument("--output", required=True, type=Path, metavar="RUN",
                         help="run directory (resumed if it holds a checkpoint)")
     add_mesh_argument(parser)

@@ -47,7 +47,7 @@ def register(subparsers) -> None:
         "transfer", help="LLM style-transfer benchmark with calibrated style similarity (Writing7)",
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True, type=Path, help="transfer config YAML")
-    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    parser.add_argument("overrides", nargs="*", default=[], metavar="key=value", help="config overrides")
     parser.add_argument("--output", required=True, type=Path, metavar="DIR")
     parser.add_argument("--data-root", default=None, type=Path,
                         help="datasets folder (default: the config's data_root, $STYLEBENCH_DATA, "

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,6 +78,42 @@ def test_score_names_what_an_at_path_is(tmp_path, capsys, no_model_load):
     one_line_error(capsys, f"file {tmp_path / 'adir'} is a directory")
     assert main([*base, f"@{tmp_path / 'nope.txt'}", "b"]) == 2
     one_line_error(capsys, f"file {tmp_path / 'nope.txt'} not found")
+    assert main([*base, "  ", "b"]) == 2  # scored 0.54 before
+    one_line_error(capsys, "text '  ': expected a non-empty text (or @FILE)")
+
+
+def test_an_unwritable_output_place_is_refused_before_the_work(tmp_path, capsys, monkeypatch, no_model_load):
+    """Was a 31-72 line PermissionError traceback after the work. The tests run as root, which
+    writes through permission bits, so the kernel's answer for the locked folder is stood in for."""
+    from stylebench_jax.commands import common
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real = os.access
+    monkeypatch.setattr(common.os, "access", lambda path, mode: Path(path) != locked and real(path, mode))
+    (tmp_path / "p.jsonl").write_text('{"text1": "a b", "text2": "c d"}\n')
+    base = ["score", "--model", "baseline:function_words", "--no-cache", "--pairs", str(tmp_path / "p.jsonl")]
+    assert main([*base, "--output", str(locked / "s.jsonl")]) == 2
+    one_line_error(capsys, f"directory {locked} is not writable")
+    assert main(["eval", "--models", "baseline:function_words", "--suite", "stel", "--output",
+                 str(locked / "run" / "inner")]) == 2
+    one_line_error(capsys, f"directory {locked} is not writable")
+    assert not any(locked.iterdir())
+
+
+def test_a_write_refused_during_the_work_is_one_line(tmp_path, capsys, monkeypatch):
+    """A place that turns unwritable (or a full disk) after the checks: one line naming the file."""
+    from stylebench_jax import fileio
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "s.jsonl"))
+
+    monkeypatch.setattr(fileio, "write_jsonl_atomic", refuse)
+    (tmp_path / "p.jsonl").write_text('{"text1": "a b", "text2": "c d"}\n')
+    code = main(["score", "--model", "baseline:function_words", "--no-cache", "--pairs", str(tmp_path / "p.jsonl"),
+                 "--output", str(tmp_path / "s.jsonl")])
+    assert code == 2
+    one_line_error(capsys, f"{tmp_path / 's.jsonl'}: Permission denied")
 
 
 def test_lone_surrogate_in_jsonl_is_a_clean_error(tmp_path, cache_dir, capsys, no_model_load):
@@ -99,7 +136,7 @@ def test_config_json_disagreeing_with_weights_names_the_parameter(tmp_path, text
 
 
 def test_eval_bad_seed_and_output(tmp_path, cache_dir, capsys, no_model_load, data_root):
-    common = ["eval", "--models", "baseline:char3gram", "--suite", "stel", "--data-root", str(data_root)]
+    common = ["eval", "--models", "baseline:function_words", "--suite", "stel", "--data-root", str(data_root)]
     assert main([*common, "--output", str(tmp_path / "out"), "--seed", "-1"]) == 2
     one_line_error(capsys, "--seed", "non-negative")
     (tmp_path / "f").write_text("x")
