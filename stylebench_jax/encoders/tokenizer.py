@@ -123,11 +123,14 @@ class TextTokenizer:
                 tokenizer = Tokenizer.from_str(raw.decode("utf-8"))
             except Exception as error:
                 raise UserInputError(f"{tokenizer_json}: not a valid tokenizers file ({error})") from None
+            settings = _bert_settings_override(tokenizer, tok_config)
+            if settings is not None:
+                raw += json.dumps(settings, sort_keys=True).encode()
         elif vocab_txt.exists():
             raw = vocab_txt.read_bytes()
-            lowercase = bool(tok_config.get("do_lower_case", True))
-            tokenizer = _wordpiece_from_vocab(vocab_txt, lowercase)
-            raw += b"lowercase=%d" % lowercase
+            settings = _bert_settings(tok_config)
+            tokenizer = _wordpiece_from_vocab(vocab_txt, **settings)
+            raw += json.dumps(settings, sort_keys=True).encode()
         else:
             raise UserInputError(f"{model_dir}: no tokenizer.json or vocab.txt")
         pad_token = tok_config.get("pad_token", "[PAD]")
@@ -143,15 +146,46 @@ class TextTokenizer:
         return cls(tokenizer, hashlib.sha256(raw).hexdigest()[:16], pad_id, model_max_length)
 
 
-def _wordpiece_from_vocab(vocab_txt: Path, lowercase: bool) -> Tokenizer:
-    """BERT's WordPiece pipeline (normaliser, pre-tokeniser, [CLS] ... [SEP]) from a ``vocab.txt``."""
+def _bert_settings(tok_config: dict) -> dict:
+    """``BertTokenizer(Fast)``'s normaliser settings from ``tokenizer_config.json``, with
+    transformers' defaults (lowercase, Chinese characters split, accents stripped when lowercasing)."""
+    strip = tok_config.get("strip_accents")
+    return {"lowercase": bool(tok_config.get("do_lower_case", True)),
+            "strip_accents": None if strip is None else bool(strip),
+            "handle_chinese_chars": bool(tok_config.get("tokenize_chinese_chars", True))}
+
+
+def _bert_settings_override(tokenizer: Tokenizer, tok_config: dict) -> dict | None:
+    """transformers 4's ``BertTokenizerFast`` rebuilds a ``tokenizer.json``'s BertNormalizer from
+    ``tokenizer_config.json`` when the two disagree (``do_lower_case``, ``strip_accents``,
+    ``tokenize_chinese_chars``); the same here, for a config naming a BERT tokenizer. Returns the
+    settings applied, or None when nothing changed."""
+    if tok_config.get("tokenizer_class") not in ("BertTokenizer", "BertTokenizerFast") \
+            or tokenizer.normalizer is None:
+        return None
+    state = json.loads(tokenizer.normalizer.__getstate__())
+    if state.get("type") != "BertNormalizer":
+        return None
+    settings = _bert_settings(tok_config)
+    if all(state.get(key, value) == value for key, value in settings.items()):
+        return None
+    tokenizer.normalizer = normalizers.BertNormalizer(clean_text=state.get("clean_text", True), **settings)
+    return settings
+
+
+def _wordpiece_from_vocab(vocab_txt: Path, lowercase: bool, strip_accents: bool | None = None,
+                          handle_chinese_chars: bool = True) -> Tokenizer:
+    """BERT's WordPiece pipeline (normaliser, pre-tokeniser, [CLS] ... [SEP]) from a ``vocab.txt``;
+    the special tokens present in the vocabulary are matched whole in a text, as transformers does."""
     vocab = models.WordPiece.read_file(str(vocab_txt))
     for token in ("[UNK]", "[CLS]", "[SEP]"):
         if token not in vocab:
             raise UserInputError(f"{vocab_txt}: vocabulary lacks the special token {token}")
     tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase, clean_text=True,
-                                                      handle_chinese_chars=True, strip_accents=None)
+                                                      handle_chinese_chars=handle_chinese_chars,
+                                                      strip_accents=strip_accents)
+    tokenizer.add_special_tokens([t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") if t in vocab])
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.post_processor = processors.BertProcessing(("[SEP]", vocab["[SEP]"]), ("[CLS]", vocab["[CLS]"]))
     return tokenizer

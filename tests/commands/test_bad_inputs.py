@@ -110,8 +110,8 @@ def test_a_write_refused_during_the_work_is_one_line(tmp_path, capsys, monkeypat
 
     monkeypatch.setattr(fileio, "write_jsonl_atomic", refuse)
     (tmp_path / "p.jsonl").write_text('{"text1": "a b", "text2": "c d"}\n')
-    code = main(["score", "--model", "baseline:function_words", "--no-cache", "--pairs", str(tmp_path / "p.jsonl"),
-                 "--output", str(tmp_path / "s.jsonl")])
+    code = main(["score", "--model", "baseline:function_words", "--no-cache",
+                 "--pairs", str(tmp_path / "p.jsonl"), "--output", str(tmp_path / "s.jsonl")])
     assert code == 2
     one_line_error(capsys, f"{tmp_path / 's.jsonl'}: Permission denied")
 

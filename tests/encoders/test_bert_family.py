@@ -205,3 +205,36 @@ def test_a_max_seq_length_past_the_position_table_names_the_file(tmp_path):
     with pytest.raises(UserInputError, match=rf"sentence_bert_config\.json: max_seq_length {limit + 2}: "
                                              r"expected a value in \(2, " + str(limit)):
         FlaxEncoderEmbedder(folder, **ONE_DEVICE)
+
+
+# ------------------------------------------------- BERT tokenizer settings from tokenizer_config.json
+TOKENIZER_TEXTS = ["Hello World", "naïve Café Zürich", "中文字", "before [SEP] after [MASK]"]
+# transformers 4.57.6's AutoTokenizer ids for these texts with MiniLM's files (the same for the fast
+# tokenizer.json and the slow vocab.txt tokenizer; [SEP]/[MASK] literals are special tokens)
+EXPECTED_IDS = {
+    "default": [[101, 7592, 2088, 102], [101, 15743, 7668, 10204, 102],
+                [101, 1746, 1861, 100, 102], [101, 2077, 102, 2044, 103, 102]],
+    "cased": [[101, 100, 100, 102], [101, 100, 100, 100, 102],
+              [101, 1746, 1861, 100, 102], [101, 2077, 102, 2044, 103, 102]],
+}
+
+
+@pytest.mark.parametrize("source", ["tokenizer.json", "vocab.txt"])
+@pytest.mark.parametrize("case", ["default", "cased"])
+def test_bert_tokenizer_follows_tokenizer_config(tmp_path, source, case):
+    """tokenizer_config.json's do_lower_case overrides a tokenizer.json's normaliser (transformers 4's
+    BertTokenizerFast); a vocab.txt tokenizer matches special-token literals whole."""
+    import shutil
+
+    from stylebench_jax.encoders.registry import minilm_dir
+    from stylebench_jax.encoders.tokenizer import load_tokenizer
+
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    shutil.copy(minilm_dir() / source, folder / source)
+    config = json.loads((minilm_dir() / "tokenizer_config.json").read_text())
+    if case == "cased":
+        config["do_lower_case"] = False
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    tokenizer = load_tokenizer(folder)
+    assert [tokenizer.wrap(ids) for ids in tokenizer.content_ids(TOKENIZER_TEXTS)] == EXPECTED_IDS[case]
