@@ -74,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown and isinstance(getattr(args, "overrides", None), list) \
             and not any(item.startswith("-") for item in unknown):
         args.overrides = [*args.overrides, *unknown]
-    elif unknown:
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    elif unknown:  # the subcommand's parser: its usage line and its name in the message
+        subparsers = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        sub = subparsers.choices.get(getattr(args, "command", None)) if subparsers is not None else None
+        (sub or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

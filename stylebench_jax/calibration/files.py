@@ -46,6 +46,9 @@ def write_json(path: str | Path, payload: dict) -> Path:
 
 
 def _read(path: Path) -> dict:
+    if path.is_dir():
+        raise UserInputError(f"{path}: a directory; expected the style_calibration.json of `stylebench "
+                             "calibrate` (e.g. DIR/style_calibration.json)")
     if not path.is_file():
         raise UserInputError(f"{path}: calibration file not found")
     try:

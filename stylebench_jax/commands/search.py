@@ -59,7 +59,8 @@ def register(subparsers) -> None:
     parser.add_argument("--block-size", type=int, default=None,
                         help="candidate rows per device per matmul of XLA's scan, and the unit of "
                              "each device call's rows (default: 32768)")
-    parser.add_argument("--query-batch", type=int, default=1024, help="queries scored together")
+    parser.add_argument("--query-batch", type=int, default=1024,
+                        help="queries scored together (default: 1024)")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 matmul + certified float32 re-scoring")
     parser.add_argument("--normalize", action="store_true", help="L2-normalise rows before scoring")
     add_mesh_argument(parser)

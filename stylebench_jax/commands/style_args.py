@@ -13,6 +13,7 @@ from stylebench_jax.commands.common import (
     check_positive,
     default_data_root,
 )
+from stylebench_jax.errors import UserInputError
 
 SETTING_FLAGS = ("chunk_size", "overlap", "max_tokens", "num_chunks", "max_chunks", "aggregate", "topk")
 
@@ -54,12 +55,18 @@ def style_settings(args: argparse.Namespace, calibration=None):
         given = getattr(args, name, None)
         if given is not None:
             values[name] = parse_num_chunks(given) if name == "num_chunks" else given
-    return StyleSettings(**values)
+    settings = StyleSettings(**values)
+    if getattr(args, "topk", None) is not None and settings.aggregate != "topk_mean":
+        raise UserInputError(f"topk {args.topk}: the k of the topk_mean aggregate; the aggregate here is "
+                             f"{settings.aggregate!r}")
+    return settings
 
 
 def check_embedder_arguments(args: argparse.Namespace) -> None:
     check_positive(args.batch_size, "--batch-size")
     check_positive(args.max_length, "--max-length")
+    if args.max_length is not None and str(args.model).strip().startswith("baseline:"):
+        raise UserInputError(f"--max-length: an option of neural models; {args.model.strip()} has none")
     if not args.no_cache:
         check_cache_dir(args.cache_dir)
 

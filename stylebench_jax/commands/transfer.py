@@ -48,13 +48,14 @@ def register(subparsers) -> None:
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True, type=Path, help="transfer config YAML")
     parser.add_argument("overrides", nargs="*", default=[], metavar="key=value", help="config overrides")
-    parser.add_argument("--output", required=True, type=Path, metavar="DIR")
+    parser.add_argument("--output", required=True, type=Path, metavar="DIR",
+                        help="run directory (created; the same command on it resumes an interrupted run)")
     parser.add_argument("--data-root", default=None, type=Path,
                         help="datasets folder (default: the config's data_root, $STYLEBENCH_DATA, "
                              "../shared/data)")
     add_mesh_argument(parser)
     add_cache_arguments(parser)
-    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(func=run)
 
 

@@ -47,7 +47,10 @@ def parse_bytes(text: str) -> int:
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?i?B?)\s*", str(text), flags=re.IGNORECASE)
     if not match or match.group(2).lower() not in _UNITS:
         raise InvalidOption("device_memory", f"expected a size like 16GiB or 80GB, got {text!r}")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if size < 1:
+        raise InvalidOption("device_memory", f"expected a positive size like 16GiB or 80GB, got {text!r}")
+    return size
 
 
 def format_bytes(n: float) -> str:

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stylebench_jax.config import config_to_dict
+from stylebench_jax.config import InvalidField, config_to_dict
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import read_json_file, write_jsonl_atomic, write_text_atomic
 from stylebench_jax.transfer.config import HTTP_KINDS, TransferConfig
@@ -222,19 +222,36 @@ class Scorer:
                            calibration=self.calibration, mesh=self.mesh)
 
 
-def build_scorer(config: TransferConfig, *, mesh=None, cache=None, progress: bool = False) -> Scorer:
-    """The embedder, settings and calibration of ``config.scoring`` (checked against each other)."""
+def scoring_settings(config: TransferConfig) -> tuple:
+    """``(calibration or None, StyleSettings)`` of ``config.scoring``; cheap (two small files), so
+    checked first; errors name the config's key."""
     import argparse
 
-    from stylebench_jax.cache import EmbeddingCache
     from stylebench_jax.calibration.files import StyleCalibration
     from stylebench_jax.commands.style_args import style_settings
+
+    s = config.scoring
+    flags = ("chunk_size", "overlap", "max_tokens", "num_chunks", "max_chunks", "aggregate", "topk")
+    try:
+        calibration = StyleCalibration(s.calibration) if s.calibration is not None else None
+    except UserInputError as error:
+        raise InvalidField("scoring.calibration", str(error)) from None
+    try:
+        settings = style_settings(argparse.Namespace(**{k: getattr(s, k) for k in flags}), calibration)
+    except UserInputError as error:
+        raise InvalidField("scoring", str(error)) from None
+    return calibration, settings
+
+
+def build_scorer(config: TransferConfig, *, mesh=None, cache=None, progress: bool = False,
+                 scoring: tuple | None = None) -> Scorer:
+    """The embedder, settings and calibration of ``config.scoring`` (checked against each other);
+    ``scoring``: :func:`scoring_settings`' result when already read."""
+    from stylebench_jax.cache import EmbeddingCache
     from stylebench_jax.similarity import resolve_style_embedder
 
     s = config.scoring
-    calibration = StyleCalibration(s.calibration) if s.calibration is not None else None
-    flags = ("chunk_size", "overlap", "max_tokens", "num_chunks", "max_chunks", "aggregate", "topk")
-    settings = style_settings(argparse.Namespace(**{k: getattr(s, k) for k in flags}), calibration)
+    calibration, settings = scoring if scoring is not None else scoring_settings(config)
     embedder = resolve_style_embedder(s.model, max_length=s.max_length, batch_size=s.batch_size, mesh=mesh,
                                       progress=progress, data_root=config.data_root)
     if calibration is not None:
@@ -315,6 +332,7 @@ def prepare(config: TransferConfig, output_dir: Path, *, mesh=None, cache=None, 
             environ=None, sleep=None) -> Plan:
     """Every check that can refuse the config, the data or ``output_dir``, the cheap ones first and
     the scorer last (it loads the embedder); reads only, so a refused run leaves nothing behind."""
+    scoring = scoring_settings(config)
     topics, system, template = load_prompt(config)
     references, all_books, wanted = load_reference_books(config, config.data_root)
     excerpts = reference_excerpts(config, references)
@@ -323,7 +341,7 @@ def prepare(config: TransferConfig, output_dir: Path, *, mesh=None, cache=None, 
     _check_journals(output_dir)
     invocations = _earlier_invocations(output_dir)
     backends = build_backends(config, all_books, environ=environ, sleep=sleep)
-    scorer = build_scorer(config, mesh=mesh, cache=cache, progress=progress)
+    scorer = build_scorer(config, mesh=mesh, cache=cache, progress=progress, scoring=scoring)
     return Plan(topics, wanted, references, excerpts, items, backends, scorer, record, invocations)
 
 

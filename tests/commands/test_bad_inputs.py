@@ -299,3 +299,18 @@ def test_search_normalises_large_or_tiny_query_rows_in_float64(tmp_path, pool):
     hits = [json.loads(line) for line in (tmp_path / "h.jsonl").read_text().splitlines()]
     assert hits[1]["indices"][0] == 1 and hits[2]["indices"][0] == 2
     assert hits[1]["scores"][0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_flags_that_would_do_nothing_are_refused(tmp_path, capsys, no_model_load):
+    base = ["score", "--no-cache"]
+    assert main([*base, "--model", "baseline:function_words", "--max-length", "12", "a b", "c d"]) == 2
+    one_line_error(capsys, "--max-length: an option of neural models; baseline:function_words has none")
+    assert main([*base, "--model", "baseline:function_words", "--topk", "3", "a b", "c d"]) == 2
+    one_line_error(capsys, "topk 3: the k of the topk_mean aggregate; the aggregate here is 'mean'")
+    assert main([*base, "--calibration", str(tmp_path), "a b", "c d"]) == 2
+    one_line_error(capsys, f"{tmp_path}: a directory; expected the style_calibration.json")
+    with pytest.raises(SystemExit) as exit_info:  # argparse's own exit, from the subcommand's parser
+        main(["embed", "--input", "x.txt", "--output", "y.npy", "--bogus"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "stylebench embed: error: unrecognized arguments: --bogus")
