@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 DESCRIPTION = """\
@@ -79,8 +78,7 @@ def run_build(args: argparse.Namespace) -> int:
                                  "../shared/data exists; set data_root (or pass data_root=DIR)")
         config = dataclasses.replace(config, data_root=root)
     try:
-        build_benchmark(config, log=(lambda message: None) if args.quiet else
-                        (lambda message: print(message, file=sys.stderr)))
+        build_benchmark(config, quiet=args.quiet)
     except InvalidField as error:  # a file, tokenizer, hook or package the config names
         raise locate_field(args.config, BuildConfig, list(args.overrides), error) from None
     return 0

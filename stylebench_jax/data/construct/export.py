@@ -16,7 +16,10 @@ directory, and a manifest-only release (no text).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -70,7 +73,7 @@ def _tfds_name(name: str) -> str:
 
 
 def write_tfds(directory: Path, name: str, splits: dict[str, Sequence[Record]], file_format: str,
-               description: str) -> Path:
+               description: str, quiet: bool = False) -> Path:
     """Prepare a TFDS dataset under ``directory``; returns the builder directory
     (``directory/<name>/<version>``) to pass to ``tfds.builder_from_directory``."""
     import numpy as np
@@ -103,5 +106,8 @@ def write_tfds(directory: Path, name: str, splits: dict[str, Sequence[Record]], 
             "__module__": "stylebench_tfds_export", "VERSION": tfds.core.Version(TFDS_VERSION),
             "_info": _info, "_split_generators": _split_generators, "_generate_examples": _generate_examples})
     builder = builder_class(data_dir=str(directory), file_format=file_format)
-    builder.download_and_prepare()
+    # TFDS prints "Downloading and preparing dataset ..." on stdout: progress belongs on stderr (or
+    # nowhere with --quiet)
+    with contextlib.redirect_stdout(io.StringIO() if quiet else sys.stderr):
+        builder.download_and_prepare()
     return Path(builder.data_dir)

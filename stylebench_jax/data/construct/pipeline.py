@@ -343,10 +343,11 @@ def check_export_dependencies(export_config) -> None:
 
 def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
                     language_id: Callable | None = None,
-                    log: Callable[[str], None] | None = None) -> BuildResult:
+                    log: Callable[[str], None] | None = None, quiet: bool = False) -> BuildResult:
     """Run the whole pipeline (module docstring) and write ``config.output``. ``toxicity`` and
-    ``language_id`` override the config's hooks (callables taking a list of texts)."""
-    log = log or (lambda message: print(message, file=sys.stderr))
+    ``language_id`` override the config's hooks (callables taking a list of texts); ``log`` gets the
+    progress lines (stderr by default), ``quiet`` silences them and TFDS's own."""
+    log = (lambda message: None) if quiet else log or (lambda message: print(message, file=sys.stderr))
     if not is_primary():  # one process speaks and writes for a multi-process build
         log = lambda message: None  # noqa: E731
     started = time.perf_counter()
@@ -419,7 +420,7 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
         if config.export.tfds != "none":
             description = f"{config.name}: authorship benchmark built by stylebench data build"
             builder_dir = export.write_tfds(tmp / "tfds", config.name, by_split, config.export.tfds,
-                                            description)
+                                            description, quiet=quiet)
             manifest["tfds_builder_dir"] = str(builder_dir.relative_to(tmp))
         manifest["files"] = files
         write_text_atomic(tmp / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
