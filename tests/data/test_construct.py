@@ -8,6 +8,7 @@ errors name the key path (exit 2); the TFDS directory loads without TensorFlow.
 import gzip
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -753,6 +754,27 @@ def test_split_groups_keep_authors_threads_and_links_together():
     assert len(set(joined)) == 1
     linked = assign_splits(records[:2], buckets[:2], config, seed=0, linked=[("k0", "k1")])
     assert linked[0] == linked[1]
+
+
+def test_splits_follow_the_proportions_in_big_buckets_and_across_one_group_buckets():
+    """Dealing groups to the split furthest below target sent every one-group bucket to train."""
+    from stylebench_jax.data.construct.config import SplitConfig
+    from stylebench_jax.data.construct.splits import assign_splits
+
+    def record(i, author):
+        return Record(f"k{i}", f"doc_{i}", author, "en", "news", "", "s", "attribution", "t", 50,
+                      Origin("f", i))
+
+    config = config_from_dict(SplitConfig, {"proportions": {"train": 0.5, "dev": 0.1, "test": 0.4}})
+    # one bucket of 400 authors x 2 documents: each split within one group (2 documents) of its share
+    records = [record(i, f"a{i // 2}") for i in range(800)]
+    counts = Counter(assign_splits(records, ["b"] * 800, config, seed=3))
+    assert all(abs(counts[s] - 800 * p) <= 2 for s, p in config.proportions.items()), counts
+    # 600 buckets of one author each: a bucket lands in a split with that split's probability
+    records = [record(i, f"a{i}") for i in range(600)]
+    counts = Counter(assign_splits(records, [f"b{i}" for i in range(600)], config, seed=3))
+    assert all(abs(counts[s] - 600 * p) <= 4 * (600 * p * (1 - p)) ** 0.5 for s, p in
+               config.proportions.items()), counts
 
 
 def test_required_fields_per_task_type(corpus):

@@ -6,15 +6,21 @@ pass reported (the default pass removes them instead, see ``pipeline``), and, wh
 (``isolate``), the same source and/or the same thread. A group's position is
 ``u = SHA-256(seed, smallest id in the group) / 2^256`` (A.7's ``Hash(id) mod 1``). Each group is
 stratified under its dominant bucket (the bucket most of its documents fall in; ties: the smaller
-key); within a stratum groups are taken in ``u`` order and each goes to the split furthest below
-its target share of the stratum's documents so far (ties: the order of ``proportions``). So the
-assignment depends only on ids, seed and config, every bucket is split close to the proportions,
-and no group ever straddles two splits.
+key); within a stratum groups are laid end to end in ``u`` order on a circle of circumference 1
+(each as long as its share of the stratum's documents), turned by the stratum's own hash
+``u_s = SHA-256(seed, stratum) / 2^256``, and a group goes to the split whose arc of the circle
+(the ``proportions`` in order) holds its midpoint: systematic sampling with a hashed start, A.7's
+"``Hash(id) mod 1`` mapped to the split proportions, subject to per-bucket constraints". So the
+assignment depends only on ids, seed and config; every bucket's split shares are the proportions
+to within one group, and a bucket of one group lands in each split with that split's probability
+(dealing groups to the split furthest below its target, as before, sent every such bucket to the
+largest split, so rare buckets never reached dev or test); no group ever straddles two splits.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
@@ -78,15 +84,17 @@ def assign_splits(records: Sequence[Record], buckets: Sequence[str], config: Spl
         counts = Counter(buckets[i] for i in group)
         dominant = min(counts, key=lambda b: (-counts[b], b))
         strata[dominant].append((_position(seed, min(records[i].id for i in group)), group))
+    bounds = list(itertools.accumulate(config.proportions[s] for s in names))
     out = [""] * len(records)
     for stratum in sorted(strata):
-        assigned = dict.fromkeys(names, 0)
-        total = 0
-        for _, group in sorted(strata[stratum]):
-            total += len(group)
-            target = {s: config.proportions[s] * total - assigned[s] for s in names}
-            split = max(names, key=lambda s: (target[s], -names.index(s)))
-            assigned[split] += len(group)
+        members = [group for _, group in sorted(strata[stratum])]
+        total = sum(len(group) for group in members)
+        start = _position(seed, f"stratum\0{stratum}") / 2**256
+        done = 0
+        for group in members:
+            middle = ((done + len(group) / 2) / total + start) % 1.0
+            split = next((s for s, bound in zip(names, bounds) if middle < bound), names[-1])
+            done += len(group)
             for i in group:
                 out[i] = split
     return out
