@@ -143,7 +143,29 @@ def _load_pair_columns(directory: Path, split: str) -> dict[str, list]:
     if not columns.get("label"):
         raise UserInputError(f"{directory}: no {split!r} pairs (prepare-pairs wrote splits train, "
                              "validation, test)")
+    check_pair_columns(columns, directory, split)
     return columns
+
+
+def check_pair_columns(columns: dict[str, list], directory: Path, split: str) -> None:
+    """Every value training reads, checked before any work: labels 0/1, texts non-empty strings,
+    books strings, topics integers (-1 for none). Errors name the pair's place in the split."""
+    expected = {"label": "0 or 1", "text1": "a non-empty text", "text2": "a non-empty text",
+                "book1": "a book name", "book2": "a book name", "topic1": "an integer topic",
+                "topic2": "an integer topic"}
+    missing = [name for name in expected if name not in columns]
+    if missing:
+        raise UserInputError(f"{directory}: the pairs lack column(s) {', '.join(missing)}")
+    checks = {"label": lambda v: not isinstance(v, bool) and v in (0, 1),
+              "text1": lambda v: isinstance(v, str) and bool(v.strip()),
+              "book1": lambda v: isinstance(v, str) and bool(v),
+              "topic1": lambda v: isinstance(v, int) and not isinstance(v, bool)}
+    checks.update(text2=checks["text1"], book2=checks["book1"], topic2=checks["topic1"])
+    for name, ok in checks.items():
+        bad = next((i for i, value in enumerate(columns[name]) if not ok(value)), None)
+        if bad is not None:
+            raise UserInputError(f"{directory}: {split!r} pair {bad + 1}: field {name!r}: expected "
+                                 f"{expected[name]}, found {columns[name][bad]!r}")
 
 
 def check_both_labels(columns: dict[str, list], directory: Path, split: str, use: str) -> None:
@@ -207,6 +229,10 @@ def load_group_data(config: DataConfig, tokenizer: TextTokenizer, max_length: in
     n_groups = int(codes.max()) + 1
     rng = np.random.default_rng([seed, 1])
     n_val = max(1, round(n_groups * config.validation_fraction))
+    if n_val < 2 or n_groups - n_val < 2:
+        raise UserInputError(f"{config.groups}: data.validation_fraction {config.validation_fraction} of "
+                             f"{n_groups} groups leaves {n_val} validation and {n_groups - n_val} training "
+                             "groups; each side needs at least 2 (same- and different-group pairs)")
     val_groups = set(rng.permutation(n_groups)[:n_val].tolist())
     is_val = np.array([c in val_groups for c in codes])
     topics = (encode_labels(topic_names)[0].astype(np.int32) if topic_names

@@ -197,6 +197,7 @@ class Trainer:
             raise UserInputError(f"trainer.batch_size: {tc.batch_size} pairs is more than the "
                                  f"{len(data.train)} training pairs")
         self.total_steps = tc.steps or tc.epochs * self.steps_per_epoch
+        self._check_shapes(config, base, n_data)
         attention, self.attention_kernel = training_attention(config, base, mesh)
         self.model = build_model(config, base, data.n_topics, attention)  # evaluation: per shard of the mesh
         # the train step runs per device already (shard_map over data): the kernels on local arrays
@@ -215,6 +216,23 @@ class Trainer:
         self._stop_signal: str | None = None
 
     # ----------------------------------------------------------------- set-up
+    def _check_shapes(self, config: TrainConfig, base: EncoderFiles, n_data: int) -> None:
+        """Settings that would fail (or silently do nothing) in the first steps, refused before the
+        run directory is made."""
+        accumulation, steps = config.optim.accumulation, self.total_steps
+        if accumulation > steps or steps % accumulation:
+            raise UserInputError(f"optim.accumulation: {accumulation} micro-steps per update do not divide "
+                                 f"the {steps} steps (the last {steps % accumulation} would be dropped; "
+                                 f"{'no update at all' if accumulation > steps else 'pick a divisor'})")
+        per_device = 2 * config.trainer.batch_size // n_data
+        chunk = config.trainer.embed_chunk
+        if chunk is not None and per_device % chunk:
+            raise UserInputError(f"trainer.embed_chunk: {chunk} must divide the {per_device} texts per "
+                                 f"device (2 x trainer.batch_size / {n_data} devices)")
+        if config.model.max_length > base.config.max_tokens:
+            raise UserInputError(f"model.max_length: {config.model.max_length} tokens is more than the "
+                                 f"{base.config.max_tokens} positions of {base.model_dir.name}")
+
     def _fresh_state(self) -> TrainState:
         params = initial_params(self.model, self.base, self.mesh, self.config.seed,
                                 self.config.loss.initial_temperature)
@@ -224,7 +242,9 @@ class Trainer:
         resolved = config_to_dict(self.config)
         path = self.run_dir / "config.json"
         previous = read_json_file(path)
-        if previous is not None and _run_identity(previous) != _run_identity(resolved):
+        # a run that never saved a checkpoint (it failed at once) holds nothing a new config could spoil
+        if previous is not None and self.checkpoints.latest_step() is not None \
+                and _run_identity(previous) != _run_identity(resolved):
             raise UserInputError(_config_mismatch(self.run_dir, previous, resolved))
         write_text_atomic(path, json.dumps(resolved, indent=1, sort_keys=True) + "\n")
         stats = {"mean": self.data.feature_mean.tolist(), "std": self.data.feature_std.tolist()}
@@ -292,6 +312,9 @@ class Trainer:
         rng = jax.random.key(self.config.seed)
         previous = {s: signal.signal(s, self._handle_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         stopped, start = "finished", int(state.step)
+        if start and extra.get("bad_evals", 0) >= tc.patience:  # it stopped early before: finished
+            start = self.total_steps
+            stopped = "early_stopping"
         checkpoint_every = tc.checkpoint_every or tc.eval_every
         bar = progress_bar(total=self.total_steps, desc="train", unit="step", enabled=self.progress)
         bar.update(start)
@@ -304,6 +327,10 @@ class Trainer:
                 bar.update(1)
                 if current % tc.log_every == 0 or current == self.total_steps:
                     metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+                    if not math.isfinite(metrics.get("loss", 0.0)):
+                        raise UserInputError(f"step {current}: the loss is {metrics['loss']}; training "
+                                             "diverged (a lower optim.learning_rate?); the last checkpoint "
+                                             "is kept")
                     now = time.perf_counter()
                     rate = (current - done_at_clock) * tc.batch_size * 2 / max(now - clock, 1e-9)
                     clock, done_at_clock = now, current

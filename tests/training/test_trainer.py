@@ -186,6 +186,12 @@ def test_sigterm_saves_and_the_next_run_resumes(setup, tmp_path, cache_dir):
     ("model.attention_dropout=1.0", "model.attention_dropout: expected a rate below 1, found 1.0"),
     ("model.dropout=1", "model.dropout: expected a rate below 1"),
     ("model.head_dropout=1.0", "model.head_dropout: expected a rate below 1"),
+    # these used to train nothing (exit 0, base weights exported), drop updates, or fail later
+    ("optim.accumulation=24", "optim.accumulation: 24 micro-steps per update do not divide the 12 steps"),
+    ("optim.accumulation=5", "optim.accumulation: 5 micro-steps per update do not divide the 12 steps"),
+    ("trainer.embed_chunk=3", "trainer.embed_chunk: 3 must divide the"),
+    ("model.max_length=64", "model.max_length: 64 tokens is more than the"),
+    ("optim.learning_rate=nan", "optim.learning_rate: expected a finite number"),
 ])
 def test_bad_config_is_one_line_exit_2(setup, tmp_path, capsys, override, fragment):
     root, config = setup
@@ -217,6 +223,36 @@ def test_one_label_split_is_refused_before_training(setup, tmp_path, capsys, spl
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("field, value, expected", [
+    ("label", 2, "0 or 1"), ("text1", None, "a non-empty text"), ("topic2", None, "an integer topic")])
+def test_bad_pair_values_are_refused_before_training(setup, tmp_path, capsys, field, value, expected):
+    """Were JAX shape errors or TypeErrors (29-52 line tracebacks) after the run directory was made."""
+    root, config = setup
+    rows = [json.loads(line) for line in (root / "pairs" / "pairs.jsonl").read_text().splitlines()]
+    rows[3][field] = value
+    pairs = tmp_path / "pairs"
+    pairs.mkdir()
+    (pairs / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert main(["train", str(config), f"data.pairs={pairs}", "--output", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"'train' pair 4: field '{field}': expected {expected}, found {value!r}" in err, err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "x").exists()
+
+
+def test_an_early_stopped_run_stays_finished(setup, tmp_path, cache_dir):
+    """Re-running the command of a run that stopped early trained on past its stop."""
+    root, config = setup
+    args = ["train", str(config), "--output", str(tmp_path / "es"), "--quiet", "trainer.patience=1",
+            "trainer.eval_every=2"]
+    assert main(args) == 0
+    summary = json.loads((tmp_path / "es" / "summary.json").read_text())
+    assert summary["stopped"] == "early_stopping" and summary["steps"] < 12
+    metrics = (tmp_path / "es" / "metrics.jsonl").read_text()
+    assert main(args) == 0
+    assert json.loads((tmp_path / "es" / "summary.json").read_text()) == summary
+    assert (tmp_path / "es" / "metrics.jsonl").read_text() == metrics
+
+
 def test_group_contrastive_training_and_teacher_distillation(setup, tmp_path, cache_dir):
     root, config = setup
     rng = np.random.default_rng(4)
@@ -228,6 +264,10 @@ def test_group_contrastive_training_and_teacher_distillation(setup, tmp_path, ca
                                       f"  groups: {groups}\n  topic_field: topic\n  validation_fraction: 0.3")
     group_config = tmp_path / "groups.yaml"
     group_config.write_text(text, encoding="utf-8")
+    # one validation group gives positives only: balanced accuracy NaN, an early stop at step 2
+    assert main(["train", str(group_config), "--output", str(tmp_path / "g0"),
+                 "data.validation_fraction=0.0"]) == 2
+    assert not (tmp_path / "g0").exists()
     assert main(["train", str(group_config), "--output", str(tmp_path / "g"), "--quiet", "trainer.steps=4",
                  "trainer.eval_every=4", "data.per_group=4"]) == 0
     lines = deterministic_lines(tmp_path / "g")
