@@ -246,9 +246,26 @@ class Trainer:
         if previous is not None and self.checkpoints.latest_step() is not None \
                 and _run_identity(previous) != _run_identity(resolved):
             raise UserInputError(_config_mismatch(self.run_dir, previous, resolved))
+        self._check_mesh_of_run()
         write_text_atomic(path, json.dumps(resolved, indent=1, sort_keys=True) + "\n")
         stats = {"mean": self.data.feature_mean.tolist(), "std": self.data.feature_std.tolist()}
         write_text_atomic(self.run_dir / "style_features.json", json.dumps(stats, indent=1) + "\n")
+
+    def _check_mesh_of_run(self) -> None:
+        """Dropout keys are folded with the device's index on the data axis, so with dropout the
+        numbers depend on the data-axis size: a run resumes only on the size it started with
+        (``mesh.json``); without dropout any size gives the same step (tests)."""
+        path = self.run_dir / "mesh.json"
+        n_data = int(self.mesh.shape["data"])
+        m = self.config.model
+        dropout = max(m.dropout, m.attention_dropout, m.head_dropout) > 0
+        previous = read_json_file(path)
+        if dropout and previous is not None and self.checkpoints.latest_step() is not None \
+                and previous.get("data") != n_data:
+            raise UserInputError(f"{self.run_dir}: was trained with {previous.get('data')} devices on the "
+                                 f"data axis, this mesh has {n_data}; dropout masks follow the device, so "
+                                 f"resume it with --mesh data={previous.get('data')}")
+        write_text_atomic(path, json.dumps({"data": n_data}) + "\n")
 
     def _resume(self, state: TrainState) -> tuple[TrainState, dict]:
         extra = {"best_step": None, "best_metrics": None, "bad_evals": 0}
