@@ -133,7 +133,7 @@ class TeacherConfig:
     mode: Literal["none", "auto"] | Path = "none"
     steps: int = dataclasses.field(default=200, metadata=_pos)
     batch_size: int = dataclasses.field(default=32, metadata=_pos)
-    learning_rate: float = 2e-5
+    learning_rate: float = dataclasses.field(default=2e-5, metadata={"minimum": 0.0})
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,7 @@ from stylebench_jax.encoders.loading import read_encoder_dir
 from stylebench_jax.encoders.registry import minilm_dir
 from stylebench_jax.training.config import TrainConfig
 from stylebench_jax.training.data import load_training_data
-from stylebench_jax.training.trainer import Hook, Trainer, TrainResult
+from stylebench_jax.training.trainer import Hook, Trainer, TrainResult, check_run
 
 
 def base_dir(config: TrainConfig) -> Path:
@@ -25,6 +25,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, mesh: Mesh, hooks: Sequen
     data = load_training_data(config.data, base.tokenizer, config.model.max_length, config.seed,
                               config.trainer.batch_size)
     test_columns = held_out_columns(config) if data.source == "pairs" else None  # checked before training
+    check_run(config, base, data, int(mesh.shape["data"]))  # before the teacher trains
     teacher_logits = None
     if config.teacher.mode != "none" and config.loss.distillation_weight > 0:
         from stylebench_jax.training.teacher import teacher_logits_for

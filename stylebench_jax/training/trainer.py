@@ -181,6 +181,37 @@ def initial_params(model: BiEncoder, base: EncoderFiles, mesh: Mesh, seed: int, 
     return params
 
 
+def check_run(config: TrainConfig, base: EncoderFiles, data: TrainingData, n_data: int) -> tuple[int, int]:
+    """``(steps per epoch, total steps)``; settings that would fail (or silently do nothing) in the
+    first steps are refused here, before a teacher is trained or the run directory is made."""
+    tc = config.trainer
+    if tc.batch_size % n_data:
+        raise UserInputError(f"trainer.batch_size: {tc.batch_size} pairs must divide over the {n_data} "
+                             "devices of the data axis")
+    steps_per_epoch = data.steps_per_epoch(tc.batch_size)
+    if steps_per_epoch < 1:
+        raise UserInputError(f"trainer.batch_size: {tc.batch_size} pairs is more than the "
+                             f"{len(data.train)} training pairs")
+    steps = tc.steps or tc.epochs * steps_per_epoch
+    accumulation = config.optim.accumulation
+    if accumulation > steps or steps % accumulation:
+        raise UserInputError(f"optim.accumulation: {accumulation} micro-steps per update do not divide "
+                             f"the {steps} steps (the last {steps % accumulation} would be dropped; "
+                             f"{'no update at all' if accumulation > steps else 'pick a divisor'})")
+    per_device = 2 * tc.batch_size // n_data
+    if tc.embed_chunk is not None and per_device % tc.embed_chunk:
+        raise UserInputError(f"trainer.embed_chunk: {tc.embed_chunk} must divide the {per_device} texts per "
+                             f"device (2 x trainer.batch_size / {n_data} devices)")
+    if config.model.max_length > base.config.max_tokens:
+        raise UserInputError(f"model.max_length: {config.model.max_length} tokens is more than the "
+                             f"{base.config.max_tokens} positions of {base.model_dir.name}")
+    if config.teacher.mode == "auto" and config.loss.distillation_weight > 0 \
+            and config.teacher.batch_size % n_data:
+        raise UserInputError(f"teacher.batch_size: {config.teacher.batch_size} pairs must divide over the "
+                             f"{n_data} devices of the data axis")
+    return steps_per_epoch, steps
+
+
 class Trainer:
     def __init__(self, config: TrainConfig, run_dir: Path, *, base: EncoderFiles, data: TrainingData,
                  mesh: Mesh, hooks: Sequence[Hook] = (), progress: bool = True,
@@ -189,15 +220,7 @@ class Trainer:
         self.hooks, self.progress = list(hooks), progress
         tc = config.trainer
         n_data = int(mesh.shape["data"])
-        if tc.batch_size % n_data:
-            raise UserInputError(f"trainer.batch_size: {tc.batch_size} pairs must divide over the {n_data} "
-                                 "devices of the data axis")
-        self.steps_per_epoch = data.steps_per_epoch(tc.batch_size)
-        if self.steps_per_epoch < 1:
-            raise UserInputError(f"trainer.batch_size: {tc.batch_size} pairs is more than the "
-                                 f"{len(data.train)} training pairs")
-        self.total_steps = tc.steps or tc.epochs * self.steps_per_epoch
-        self._check_shapes(config, base, n_data)
+        self.steps_per_epoch, self.total_steps = check_run(config, base, data, n_data)
         attention, self.attention_kernel = training_attention(config, base, mesh)
         self.model = build_model(config, base, data.n_topics, attention)  # evaluation: per shard of the mesh
         # the train step runs per device already (shard_map over data): the kernels on local arrays
@@ -216,23 +239,6 @@ class Trainer:
         self._stop_signal: str | None = None
 
     # ----------------------------------------------------------------- set-up
-    def _check_shapes(self, config: TrainConfig, base: EncoderFiles, n_data: int) -> None:
-        """Settings that would fail (or silently do nothing) in the first steps, refused before the
-        run directory is made."""
-        accumulation, steps = config.optim.accumulation, self.total_steps
-        if accumulation > steps or steps % accumulation:
-            raise UserInputError(f"optim.accumulation: {accumulation} micro-steps per update do not divide "
-                                 f"the {steps} steps (the last {steps % accumulation} would be dropped; "
-                                 f"{'no update at all' if accumulation > steps else 'pick a divisor'})")
-        per_device = 2 * config.trainer.batch_size // n_data
-        chunk = config.trainer.embed_chunk
-        if chunk is not None and per_device % chunk:
-            raise UserInputError(f"trainer.embed_chunk: {chunk} must divide the {per_device} texts per "
-                                 f"device (2 x trainer.batch_size / {n_data} devices)")
-        if config.model.max_length > base.config.max_tokens:
-            raise UserInputError(f"model.max_length: {config.model.max_length} tokens is more than the "
-                                 f"{base.config.max_tokens} positions of {base.model_dir.name}")
-
     def _fresh_state(self) -> TrainState:
         params = initial_params(self.model, self.base, self.mesh, self.config.seed,
                                 self.config.loss.initial_temperature)

@@ -192,6 +192,7 @@ def test_sigterm_saves_and_the_next_run_resumes(setup, tmp_path, cache_dir):
     ("trainer.embed_chunk=3", "trainer.embed_chunk: 3 must divide the"),
     ("model.max_length=64", "model.max_length: 64 tokens is more than the"),
     ("optim.learning_rate=nan", "optim.learning_rate: expected a finite number"),
+    ("teacher.learning_rate=-1", "teacher.learning_rate: expected a value >= 0.0"),
 ])
 def test_bad_config_is_one_line_exit_2(setup, tmp_path, capsys, override, fragment):
     root, config = setup
