@@ -195,10 +195,11 @@ def write_transfer_report(output_dir: Path, results: dict, rows: list[dict]) -> 
     pair = results["paired"]
     if pair.get("differences"):
         tables.append(Table("Paired differences (all backends)",
-                            f"{pair['n_items']} items every backend produced; {pair['score']}; bootstrap 95% "
-                            "CI over items.",
-                            ["pair", "mean diff", "95% CI", "first higher"],
-                            [[k, fmt(v["mean"], 4), f"[{fmt(v['ci_low'], 4)}, {fmt(v['ci_high'], 4)}]",
+                            f"Each pair on the items both backends produced (n); {pair['score']}; bootstrap "
+                            "95% CI over items.",
+                            ["pair", "n", "mean diff", "95% CI", "first higher"],
+                            [[k, str(v.get("n_items", pair["n_items"])), fmt(v["mean"], 4),
+                              f"[{fmt(v['ci_low'], 4)}, {fmt(v['ci_high'], 4)}]",
                               fmt(v["share_first_higher"], 2)] for k, v in pair["differences"].items()]))
     for key, title in (("by_author", "author"), ("by_topic", "topic"), ("by_book", "book"),
                        ("by_excerpt", "excerpt")):

@@ -1,7 +1,7 @@
 """Benchmark aggregates from the trace (seed 003 §7.2 step 6): per run (backend), per excerpt, per
 book, per author and per topic, the mean, median and standard deviation (sample, ``ddof = 1``; 0 for
 one value) of ``cosine``, ``score_0_1`` and ``score_calibrated``, each also x100 (the seed reports
-0-100); plus a paired comparison of the backends on the items every one of them produced.
+0-100); plus a paired comparison of the backends, each pair on the items both of them produced.
 
 Only ``status == "ok"`` units carry scores; failed and skipped units are counted with their reasons.
 The paired comparison uses the primary score (calibrated when a calibration is configured, else
@@ -53,24 +53,30 @@ def primary_score(rows: list[dict]) -> str:
     return "score_calibrated" if calibrated else "cosine"
 
 
-def paired(rows: list[dict], backends: Sequence[str], score: str, seed: int = 0) -> dict:
-    """Backends compared on the items all of them produced (module docstring)."""
+def paired(rows: list[dict], backends: Sequence[str], score: str, seed: int = 0, *,
+           common_only: bool = False) -> dict:
+    """Backends compared pair by pair on the items both produced (module docstring), or with
+    ``common_only`` on the items all of them produced (``ordering``); ``n_items`` and ``means``: on
+    the items all of them produced."""
     values: dict[str, dict[str, float]] = {b: {} for b in backends}
     for row in rows:
         if row["status"] == "ok" and row["backend"] in values:
             values[row["backend"]][row["item"]] = row["scores"][score]
     common = sorted(set.intersection(*(set(v) for v in values.values()))) if values else []
     out = {"score": score, "n_items": len(common), "means": {}, "differences": {}}
-    if not common:
-        return out
-    matrix = {b: np.array([values[b][i] for i in common]) for b in backends}
-    out["means"] = {b: float(matrix[b].mean()) for b in backends}
+    if common:
+        out["means"] = {b: float(np.mean([values[b][i] for i in common])) for b in backends}
     for i, a in enumerate(backends):
         for b in backends[i + 1:]:
-            diff = matrix[a] - matrix[b]
+            # a backend that failed on other items hides nothing of the others' comparisons
+            both = common if common_only else sorted(set(values[a]) & set(values[b]))
+            if not both:
+                continue
+            diff = np.array([values[a][k] - values[b][k] for k in both])
             low, high = bootstrap_ci(diff, seed=seed) if diff.size > 1 else (float("nan"), float("nan"))
             out["differences"][f"{a} - {b}"] = {"mean": float(diff.mean()), "ci_low": low, "ci_high": high,
-                                                "share_first_higher": float(np.mean(diff > 0))}
+                                                "share_first_higher": float(np.mean(diff > 0)),
+                                                "n_items": len(both)}
     return out
 
 
@@ -81,7 +87,7 @@ def ordering(rows: list[dict], kinds: dict[str, str], score: str) -> dict | None
     by_kind = {kinds[b]: b for b in anchors}
     if len(anchors) != 3 or set(by_kind) != set(EXPECTED_ORDER):
         return None
-    pair = paired(rows, [by_kind[k] for k in EXPECTED_ORDER], score)
+    pair = paired(rows, [by_kind[k] for k in EXPECTED_ORDER], score, common_only=True)
     if not pair["n_items"]:
         return None
     means = {k: pair["means"][by_kind[k]] for k in EXPECTED_ORDER}

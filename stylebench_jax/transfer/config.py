@@ -101,6 +101,12 @@ class BackendConfig:
                                        "model(_env) do not apply")
         if any(d < 0 for d in self.retry_delays):
             raise InvalidField("retry_delays", "expected non-negative seconds")
+        if self.base_url is not None:
+            from stylebench_jax.transfer.http_backends import url_problem
+
+            problem = url_problem(self.base_url)
+            if problem:
+                raise InvalidField("base_url", f"{self.base_url!r}: {problem}")
 
 
 @dataclasses.dataclass(frozen=True)

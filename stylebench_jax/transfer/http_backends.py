@@ -30,6 +30,7 @@ import http.client
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 
@@ -61,6 +62,16 @@ def is_quota_error(status: int, body: str) -> bool:
     return any(m in text for m in QUOTA_MARKERS) and not any(w in text for w in RATE_WINDOWS)
 
 
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an API base URL (None when it can): an http(s) scheme and a host."""
+    parsed = urllib.parse.urlsplit(url.strip())
+    if parsed.scheme not in ("http", "https"):
+        return "expected an http:// or https:// URL"
+    if not parsed.hostname:
+        return "expected a host name after the scheme"
+    return None
+
+
 class HttpBackend:
     """Shared plumbing of the two HTTP clients; subclasses define ``url``, ``headers``, ``payload``
     and ``parse``."""
@@ -74,9 +85,17 @@ class HttpBackend:
             raise UserInputError(f"backend {config.name!r}: environment variable {config.api_key_env} is not "
                                  "set (it must hold the API key)")
         self._key = key.strip()
+        if not (self._key.isascii() and self._key.isprintable()):  # never echoed: it is a secret
+            raise UserInputError(f"backend {config.name!r}: environment variable {config.api_key_env} holds "
+                                 "a line break, a control or a non-ASCII character; expected one API key")
         self.secrets = (self._key,)
         base = (environ.get(config.base_url_env) if config.base_url_env else None) or config.base_url \
             or DEFAULT_BASE_URLS[config.kind]
+        problem = url_problem(base)
+        if problem:
+            where = f"environment variable {config.base_url_env}" if config.base_url_env and \
+                environ.get(config.base_url_env) else "base_url"
+            raise UserInputError(f"backend {config.name!r}: {where} {base!r}: {problem}")
         self.base_url = base.rstrip("/")
         self.model = (environ.get(config.model_env) if config.model_env else None) or config.model
         if not self.model:

@@ -37,6 +37,7 @@ with every HTTP backend's key before it is written, whatever produced it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -262,21 +263,30 @@ def build_scorer(config: TransferConfig, *, mesh=None, cache=None, progress: boo
 # --------------------------------------------------------------------------- checks, before any write
 
 
-def _fingerprint(config: TransferConfig) -> dict:
+def _fingerprint(config: TransferConfig, backends: Sequence = (), calibration=None) -> dict:
+    """What a resumed run must share with the run it continues: the config without its runtime keys,
+    what the environment resolved (each HTTP backend's model and base URL: ``model_env`` and
+    ``base_url_env`` can name another model on the next invocation) and the calibration file's
+    content (a refitted file at the same path scores differently)."""
     data = config_to_dict(config)
     for backend in data["backends"]:
         for key in RUNTIME_KEYS:
             backend.pop(key, None)
     for key in RUNTIME_KEYS:
         data["scoring"].pop(key, None)
+    data["resolved_backends"] = {b.name: {"model": b.model, "base_url": b.base_url}
+                                 for b in backends if getattr(b, "base_url", None) is not None}
+    data["calibration_sha256"] = (hashlib.sha256(calibration.path.read_bytes()).hexdigest()
+                                  if calibration is not None else None)
     return data
 
 
-def _config_record(output_dir: Path, config: TransferConfig) -> dict:
+def _config_record(output_dir: Path, config: TransferConfig, backends: Sequence = (),
+                   calibration=None) -> dict:
     """``config.json``'s content; ``UserInputError`` when ``output_dir`` holds a run with another
     fingerprint. Writes nothing: ``_write_inputs`` writes it once every check has passed."""
     previous = read_json_file(output_dir / "config.json")
-    current = {"config": config_to_dict(config), "fingerprint": _fingerprint(config)}
+    current = {"config": config_to_dict(config), "fingerprint": _fingerprint(config, backends, calibration)}
     if previous is not None and previous.get("fingerprint") != current["fingerprint"]:
         old, new = previous.get("fingerprint") or {}, current["fingerprint"]
         changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
@@ -337,10 +347,10 @@ def prepare(config: TransferConfig, output_dir: Path, *, mesh=None, cache=None, 
     references, all_books, wanted = load_reference_books(config, config.data_root)
     excerpts = reference_excerpts(config, references)
     items = build_items(config, excerpts, {b.book: b.seed_book for b in wanted}, topics, system, template)
-    record = _config_record(output_dir, config)
+    backends = build_backends(config, all_books, environ=environ, sleep=sleep)
+    record = _config_record(output_dir, config, backends, scoring[0])
     _check_journals(output_dir)
     invocations = _earlier_invocations(output_dir)
-    backends = build_backends(config, all_books, environ=environ, sleep=sleep)
     scorer = build_scorer(config, mesh=mesh, cache=cache, progress=progress, scoring=scoring)
     return Plan(topics, wanted, references, excerpts, items, backends, scorer, record, invocations)
 

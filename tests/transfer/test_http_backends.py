@@ -107,3 +107,22 @@ def test_quota_markers_and_missing_keys():
     config = BackendConfig(name="g", kind="openai", api_key_env="NOT_SET_ANYWHERE", model="m")
     with pytest.raises(UserInputError, match="NOT_SET_ANYWHERE is not set"):
         OpenAIChatBackend(config, environ={})
+
+
+@pytest.mark.parametrize("key", ["sk-one\nsk-two", "sk-caf\u00e9"])
+def test_a_malformed_key_is_refused_without_being_shown(key):
+    config = BackendConfig(name="g", kind="openai", api_key_env="K", model="m")
+    with pytest.raises(UserInputError) as refused:
+        OpenAIChatBackend(config, environ={"K": key})
+    assert "environment variable K holds" in str(refused.value)
+    assert "sk-" not in str(refused.value)
+
+
+def test_a_base_url_without_scheme_or_host_is_refused():
+    from stylebench_jax.config import InvalidField
+
+    with pytest.raises(InvalidField, match="expected an http:// or https:// URL"):
+        BackendConfig(name="k", kind="openai", api_key_env="K", model="m", base_url="api.moonshot.ai/v1")
+    config = BackendConfig(name="k", kind="openai", api_key_env="K", model="m", base_url_env="URL")
+    with pytest.raises(UserInputError, match="environment variable URL 'http://': expected a host"):
+        OpenAIChatBackend(config, environ={"K": "sk-1", "URL": "http://"})

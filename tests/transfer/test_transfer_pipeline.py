@@ -259,3 +259,44 @@ def test_finished_in_order_keeps_submission_order_with_one_worker():
         futures = [pool.submit(lambda i=i: i) for i in range(40)]
         time.sleep(0.05)  # all finished before the first wait: as_completed would yield them in set order
         assert [f.result() for f in finished_in_order(futures)] == list(range(40))
+
+
+def test_a_resume_needs_the_same_calibration_content_and_resolved_model(corpus, tmp_path, cache_dir):
+    """The fingerprint held the calibration's path and the backends' env-var names only: a refitted
+    calibration at the same path, or another model behind model_env, resumed and mixed two runs."""
+    import shutil
+
+    calibration = tmp_path / "cal.json"
+    shutil.copy(corpus / "style_calibration.json", calibration)
+    data = _config_data(corpus, [LOCAL[0]])
+    data["scoring"]["calibration"] = str(calibration)
+    out = tmp_path / "run"
+    run_transfer(config_from_dict(TransferConfig, data), out, progress=False, log=lambda m: None)
+    payload = json.loads(calibration.read_text())
+    payload["style_calibration"]["coef"] = 3.0
+    calibration.write_text(json.dumps(payload))
+    with pytest.raises(UserInputError, match="differs in calibration_sha256"):
+        run_transfer(config_from_dict(TransferConfig, data), out, progress=False, log=lambda m: None)
+    with FakeLLM(default="ok") as fake:
+        backends = [{"name": "llm", "kind": "openai", "model_env": "FAKE_MODEL", "api_key_env": "FAKE_KEY",
+                     "base_url": fake.url + "/v1", "retry_delays": [0.0]}]
+        config = _config(corpus, backends)
+        out = tmp_path / "llm"
+        run_transfer(config, out, progress=False, environ={"FAKE_KEY": KEY, "FAKE_MODEL": "model-a"},
+                     log=lambda m: None)
+        with pytest.raises(UserInputError, match="differs in resolved_backends"):
+            run_transfer(config, out, progress=False, environ={"FAKE_KEY": KEY, "FAKE_MODEL": "model-b"},
+                         log=lambda m: None)
+
+
+def test_paired_differences_use_each_pairs_common_items():
+    """One backend failing every item used to empty every comparison (n_items 0, no table)."""
+    from stylebench_jax.transfer.aggregate import paired
+
+    rows = [{"status": "ok", "backend": b, "item": f"i{k}", "scores": {"cosine": v + 0.01 * k}}
+            for b, v in (("a", 0.5), ("b", 0.3)) for k in range(4)]
+    rows += [{"status": "failed", "backend": "c", "item": f"i{k}", "scores": {}} for k in range(4)]
+    result = paired(rows, ["a", "b", "c"], "cosine")
+    assert result["n_items"] == 0 and list(result["differences"]) == ["a - b"]
+    assert result["differences"]["a - b"]["n_items"] == 4
+    assert result["differences"]["a - b"]["mean"] == pytest.approx(0.2)
