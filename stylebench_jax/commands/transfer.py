@@ -85,5 +85,7 @@ def run(args: argparse.Namespace) -> int:
             s = run_["score_calibrated"] if run_["score_calibrated"].get("n") else run_["cosine"]
             mean = s.get("mean_x100")
             parts.append(f"{backend} {mean:.1f}" if mean is not None else f"{backend} -")
-        print(f"stylebench transfer: {'; '.join(parts)} (x100); wrote {args.output}", file=sys.stderr)
+        calibrated = any(run_["score_calibrated"].get("n") for run_ in results["runs"].values())
+        label = "calibrated score" if calibrated else "cosine (no calibration)"
+        print(f"stylebench transfer: {label} x100: {'; '.join(parts)}; wrote {args.output}", file=sys.stderr)
     return 0

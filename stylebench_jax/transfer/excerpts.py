@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import zlib
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -69,12 +70,25 @@ def default_books() -> tuple[BookConfig, ...]:
     return tuple(BookConfig(**entry) for entry in data["books"])
 
 
+_OPENING_QUOTE = re.compile(r"\s+([\"\u201c\u2018]+)$")
+
+
 def book_sentences(text: str) -> tuple[list[str], set[int]]:
-    """Sentences of a book and the indices of those that open a paragraph."""
+    """Sentences of a book and the indices of those that open a paragraph. The sentence splitter
+    (spaCy's sentencizer, as Writing7's pipeline) leaves the opening quote of a line of dialogue at
+    the end of the sentence before (``everything." "`` / ``Till you're done``): here it is moved to
+    the sentence it opens, so an excerpt neither starts without it nor ends on a stray quote."""
     sentences, opens = [], set()
     for paragraph in paragraphs(standardize_text(text)):
         opens.add(len(sentences))
-        sentences.extend(split_sentences(paragraph))
+        carry = ""
+        for sentence in split_sentences(paragraph):
+            sentence = carry + sentence
+            match = _OPENING_QUOTE.search(sentence)
+            carry = match.group(1) if match else ""
+            sentences.append(sentence[:match.start()] if match else sentence)
+        if carry:  # a quote that opens nothing in this paragraph stays where it was
+            sentences[-1] += " " + carry
     return sentences, opens
 
 

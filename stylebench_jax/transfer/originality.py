@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 
 _WORD = re.compile(r"[a-z']+")
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|[.!?:;\n\u2014]+")
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*|[.!?:;\n\u2014]+")
 NOT_NAMES = frozenset("""I Mr Mrs Miss Ms Dr Sir Madam Lady Lord Master Mistress Captain Colonel Major General
-Doctor Professor Saint St Monsieur Madame Mademoiselle Herr God Heaven Christian Christmas English French
-Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June July August
-September October November December O Oh Ah""".split())
+Doctor Professor Saint St Squire Monsieur Madame Mademoiselle Herr God Heaven Christian Christmas English
+French Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June July
+August September October November December O Oh Ah""".split())
 ABBREVIATIONS = frozenset({"Mr", "Mrs", "Ms", "Dr", "St", "Messrs", "Mme", "Mlle", "Capt", "Col", "Gen",
                            "Rev"})
 
@@ -51,10 +51,18 @@ def longest_common_words(a: str, b: str) -> int:
     return low
 
 
+def _bare(token: str) -> str:
+    """``token`` without a possessive ending: "Gradgrind's" and "Joe's" name Gradgrind and Joe."""
+    for ending in ("'s", "\u2019s", "'", "\u2019"):
+        if token.endswith(ending) and len(token) > len(ending):
+            return token[: -len(ending)]
+    return token
+
+
 def capitalised_names(text: str) -> set[str]:
-    """Capitalised words that do not open a sentence (module docstring)."""
+    """Capitalised words that do not open a sentence (module docstring), possessives bared."""
     names, initial = set(), True
-    tokens = _TOKEN.findall(text)
+    tokens = [_bare(t) for t in _TOKEN.findall(text)]
     lower = {t for t in tokens if t[0].islower()}
     for k, token in enumerate(tokens):
         if not token[0].isalpha():
@@ -70,7 +78,7 @@ def capitalised_names(text: str) -> set[str]:
 def originality(excerpt: str, output: str, max_common_words: int = 8) -> dict:
     """``{"longest_common_words", "reused_names", "flags"}`` of ``output`` against ``excerpt``."""
     longest = longest_common_words(excerpt, output)
-    output_words = set(re.findall(r"[A-Za-z][A-Za-z'-]*", output))
+    output_words = {_bare(w) for w in re.findall(r"[A-Za-z][A-Za-z'\u2019-]*", output)}
     reused = sorted(name for name in capitalised_names(excerpt) if name in output_words)
     flags = (["copied_phrase"] if longest >= max_common_words else []) + (["reused_names"] if reused else [])
     return {"longest_common_words": longest, "reused_names": reused, "flags": flags}

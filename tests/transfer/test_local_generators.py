@@ -67,6 +67,11 @@ def test_originality_checks():
     check = originality(excerpt, "Louisa walked to the market. It was cold.", max_common_words=3)
     assert check["reused_names"] == ["Louisa"] and check["flags"] == ["reused_names"]
     assert originality(excerpt, excerpt, 8)["flags"] == ["copied_phrase", "reused_names"]
+    # possessives name their owner on both sides; a title is no name
+    excerpt = "It was late. Then Joe came in, and Gradgrind's hat fell, the Squire said."
+    assert capitalised_names(excerpt) == {"Joe", "Gradgrind"}
+    reused = originality(excerpt, "Joe\u2019s robot met Gradgrind at dawn.")["reused_names"]
+    assert reused == ["Gradgrind", "Joe"]
 
 
 def test_excerpt_starts_are_distinct_and_seeded():
@@ -76,6 +81,19 @@ def test_excerpt_starts_are_distinct_and_seeded():
     assert all(0 <= s <= 85 for s in starts)
     with pytest.raises(ValueError, match="cannot hold"):
         draw_starts(40, 15, 3, np.random.default_rng(0))
+
+
+def test_a_line_of_dialogue_keeps_its_opening_quote():
+    """The splitter leaves an opening quote on the sentence before: excerpts began 'Biddy,"' and
+    ended on a stray quote."""
+    from stylebench_jax.transfer.excerpts import book_sentences
+
+    text = ('He said nothing.\n\n"I know everything." "Till you are done, Biddy," said Joe. "Well!" '
+            "She left. \u201cNow,\u201d she said. \u201cGo.\u201d And so.")
+    sentences, opens = book_sentences(text)
+    assert sentences == ["He said nothing.", '"I know everything."', '"Till you are done, Biddy," said Joe.',
+                         '"Well!"', "She left.", "\u201cNow,\u201d she said.", "\u201cGo.\u201d", "And so."]
+    assert opens == {0, 1}
 
 
 def test_shipped_transfer_configs_load_and_say_how_to_run():
