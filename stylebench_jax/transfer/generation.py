@@ -78,12 +78,16 @@ def redact(text: str, secrets: Sequence[str]) -> str:
 
 
 def with_retries(call: Callable[[], Generation], delays: Sequence[float], *,
-                 sleep: Callable[[float], None] = time.sleep) -> Generation:
-    """``call()``, retried after each of ``delays`` while it raises ``TransientError``."""
+                 sleep: Callable[[float], None] = time.sleep, halt=None) -> Generation:
+    """``call()``, retried after each of ``delays`` while it raises ``TransientError``; once ``halt``
+    (a ``threading.Event``) is set, no further attempt is made (``BackendStopped``, reason
+    ``interrupted``: the run was stopped, the item is generated when it resumes)."""
     errors: list[str] = []
     for attempt in range(len(delays) + 1):
         if attempt:
             sleep(delays[attempt - 1])
+            if halt is not None and halt.is_set():
+                raise BackendStopped("interrupted before another attempt", "interrupted")
         try:
             result = call()
         except TransientError as error:

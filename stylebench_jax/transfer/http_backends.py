@@ -29,6 +29,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -101,6 +102,7 @@ class HttpBackend:
         if not self.model:
             raise UserInputError(f"backend {config.name!r}: no model (set {config.model_env} or model)")
         self.concurrency = config.concurrency
+        self.halt = threading.Event()  # set when the run is interrupted: no retry after it
         self._sleep = sleep
         self._opener = urllib.request.build_opener()
 
@@ -164,7 +166,8 @@ class HttpBackend:
     def generate(self, request: GenerationRequest) -> Generation:
         kwargs = {} if self._sleep is None else {"sleep": self._sleep}
         try:
-            return with_retries(lambda: self._attempt(request), self.config.retry_delays, **kwargs)
+            return with_retries(lambda: self._attempt(request), self.config.retry_delays, halt=self.halt,
+                                **kwargs)
         except GenerationFailed as error:
             raise GenerationFailed(self._clean(str(error)), error.attempts,
                                    [self._clean(e) for e in error.retried_errors]) from None

@@ -494,6 +494,12 @@ class TransferRun:
                 self._trace_unscored(item, backend, row)
             return row
 
+        def journal_finished() -> None:
+            for future in futures:
+                if future not in recorded and future.done() and not future.cancelled() \
+                        and future.exception() is None:
+                    record(future)
+
         pool = ThreadPoolExecutor(max_workers=backend.concurrency)
         futures: dict = {}
         try:
@@ -506,14 +512,23 @@ class TransferRun:
                         self._score_batch(backend, batch)
                         batch = []
             self._score_batch(backend, batch)
+        except KeyboardInterrupt:
+            stop.set()  # nothing new starts, and no request is tried again
+            if getattr(backend, "halt", None) is not None:
+                backend.halt.set()
+            waiting = sum(1 for f in futures if f.running())
+            if waiting:
+                self.log(f"interrupted: waiting for {waiting} request(s) in flight (at most "
+                         f"{getattr(backend.config, 'timeout_s', 0):g} s), to keep their stories; Ctrl-C "
+                         "again leaves without them")
+            raise
         finally:
             # Interrupted (Ctrl-C, an error): wait for the calls in flight and journal every story that
             # arrived, so no generation is lost; the next run scores them without generating again.
-            pool.shutdown(wait=True, cancel_futures=True)
-            for future in futures:
-                if future not in recorded and future.done() and not future.cancelled() \
-                        and future.exception() is None:
-                    record(future)
+            try:
+                pool.shutdown(wait=True, cancel_futures=True)
+            finally:  # a second Ctrl-C during the wait: still journal what has arrived
+                journal_finished()
         if stop.is_set():
             self.log(f"backend {backend.name}: stopped ({stop_reason[0]}); the items not generated are "
                      "recorded as skipped and will be generated when the run is resumed")

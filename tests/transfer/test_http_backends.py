@@ -126,3 +126,15 @@ def test_a_base_url_without_scheme_or_host_is_refused():
     config = BackendConfig(name="k", kind="openai", api_key_env="K", model="m", base_url_env="URL")
     with pytest.raises(UserInputError, match="environment variable URL 'http://': expected a host"):
         OpenAIChatBackend(config, environ={"K": "sk-1", "URL": "http://"})
+
+
+def test_no_retry_after_the_run_is_interrupted():
+    """Ctrl-C used to leave every request in flight retrying its whole schedule (6 requests sent after
+    the interrupt): once the backend's halt is set, the next retry is not made."""
+    with FakeLLM(["500", "500", "500", "500"]) as fake:
+        sleeps = []
+        b = backend("openai", fake.url, sleeps)
+        b.halt.set()
+        with pytest.raises(BackendStopped) as stopped:
+            b.generate(REQUEST)
+        assert stopped.value.reason == "interrupted" and len(fake.requests) == 1
