@@ -58,7 +58,8 @@ def register(subparsers) -> None:
     parser.add_argument("--pairs", type=Path, default=None,
                         help="prepare-pairs directory or .jsonl of labelled pairs (default: a training "
                              "run's own pairs)")
-    parser.add_argument("--split", default="validation", help="split to fit on (default: validation)")
+    parser.add_argument("--split", default=None,
+                        help="split of a prepare-pairs directory to fit on (default: validation)")
     parser.add_argument("--eval-split", default=None,
                         help="held-out split to evaluate on, '' for none (default: test when present)")
     parser.add_argument("--max-pairs", type=int, default=None,
@@ -151,6 +152,10 @@ def run(args: argparse.Namespace) -> int:
     if source is None:
         raise UserInputError("--pairs: give a prepare-pairs directory or a .jsonl of labelled pairs (only a "
                              "training run brings its own)")
+    if args.split is not None and not Path(source).is_dir():
+        raise UserInputError(f"--split {args.split}: needs --pairs to be a prepare-pairs directory (a .jsonl "
+                             "of pairs has no splits)")
+    args.split = args.split or "validation"
     fit = _draw(load_calibration_pairs(source, args.split), args, args.split, "calibration")
     _check_folds(fit, args)
     eval_split = _eval_split(args, Path(source))

@@ -53,7 +53,7 @@ def register(subparsers) -> None:
     parser.add_argument("--input", type=Path,
                         help=".txt or .jsonl file of texts (required unless --plan-only)")
     parser.add_argument("--output", type=Path, help="output .npy path (required unless --plan-only)")
-    parser.add_argument("--text-field", default="text", help="JSONL field holding the text (default: text)")
+    parser.add_argument("--text-field", default=None, help="JSONL field holding the text (default: text)")
     parser.add_argument("--batch-size", type=int, default=64, help="sequences per batch (default: 64)")
     add_long_text_arguments(parser)
     parser.add_argument("--pooling", choices=("mean", "cls", "attention", "last"), default=None,
@@ -86,7 +86,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from stylebench_jax.cache import EmbeddingCache
-    from stylebench_jax.data.readers import MissingField, read_texts
+    from stylebench_jax.data.readers import TEXT_SUFFIXES, MissingField, read_texts
     from stylebench_jax.encoders.base import Embedder
     from stylebench_jax.encoders.memory_plan import parse_bytes
     from stylebench_jax.encoders.registry import resolve_embedder
@@ -100,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
             if value is None:
                 raise UserInputError(f"{flag} is required (unless --plan-only)")
         check_output_file(args.output, "--output", suffix=".npy", inputs=[args.input])
+        if args.text_field is not None and Path(args.input).suffix.lower() in TEXT_SUFFIXES:
+            raise UserInputError(f"--text-field {args.text_field}: only for a .jsonl input; {args.input} "
+                                 "holds one text per line")
     check_positive(args.batch_size, "--batch-size")
     check_positive(args.max_length, "--max-length")
     _check_neural_flags(args)
@@ -117,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plan_only:
         return 0
     try:
-        texts = read_texts(args.input, text_field=args.text_field)
+        texts = read_texts(args.input, text_field=args.text_field or "text")
     except MissingField as error:
         raise UserInputError(f"{error} (choose the field with --text-field)") from None
     model = resolve_embedder(

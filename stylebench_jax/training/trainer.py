@@ -363,6 +363,8 @@ class Trainer:
                 evaluate = current % tc.eval_every == 0 or current == self.total_steps
                 if evaluate:
                     extra, stop = self._after_eval(current, state, extra)
+                    # the rate logged next counts training steps only, not this evaluation and checkpoint
+                    clock, done_at_clock = time.perf_counter(), current
                 if not evaluate and (current % checkpoint_every == 0 or stopping):
                     self.checkpoints.save(current, state, extra)
                 if evaluate and stop:

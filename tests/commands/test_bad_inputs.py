@@ -309,6 +309,14 @@ def test_flags_that_would_do_nothing_are_refused(tmp_path, capsys, no_model_load
     one_line_error(capsys, "topk 3: the k of the topk_mean aggregate; the aggregate here is 'mean'")
     assert main([*base, "--calibration", str(tmp_path), "a b", "c d"]) == 2
     one_line_error(capsys, f"{tmp_path}: a directory; expected the style_calibration.json")
+    (tmp_path / "t.txt").write_text("a b\n")
+    assert main(["embed", "--input", str(tmp_path / "t.txt"), "--output", str(tmp_path / "o.npy"),
+                 "--text-field", "body"]) == 2
+    one_line_error(capsys, "--text-field body: only for a .jsonl input")
+    (tmp_path / "p.jsonl").write_text('{"text1": "a b", "text2": "c d", "label": 1}\n')
+    assert main(["calibrate", "--model", "minilm", "--pairs", str(tmp_path / "p.jsonl"), "--split", "train",
+                 "--output", str(tmp_path / "cal")]) == 2
+    one_line_error(capsys, "--split train: needs --pairs to be a prepare-pairs directory")
     with pytest.raises(SystemExit) as exit_info:  # argparse's own exit, from the subcommand's parser
         main(["embed", "--input", "x.txt", "--output", "y.npy", "--bogus"])
     assert exit_info.value.code == 2
