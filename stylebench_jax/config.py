@@ -108,11 +108,20 @@ class Locator:
             line = node.start_mark.line + 1
         return line
 
+    def in_file(self, keys: Sequence[str | int]) -> bool:
+        node = self.root
+        for key in keys:
+            node = _child(node, key)
+            if node is None:
+                return False
+        return True
+
     def error(self, keys: Sequence[str | int], message: str) -> ConfigError:
         keys = tuple(keys)
         label = format_path(keys)
         for path, text in self.overridden.items():  # a value set on the command line
-            if keys[: len(path)] == path:
+            # ... or a key that only an override brings (not in the file: no line of it to show)
+            if keys[: len(path)] == path or (path[: len(keys)] == keys and not self.in_file(keys)):
                 return ConfigError(f"{self.source}: override {text!r}: {label}: {message}")
         text = f"{label}: {message}" if label else message
         # a check of a whole section (shares summing to 1) that an override changed part of

@@ -121,6 +121,7 @@ def test_errors_name_file_line_and_key_path(tmp_path, text, line, fragment):
     ("trainer.batch_size=big", "trainer.batch_size: expected an integer, found 'big'"),
     ("trainer.pooling=max", "trainer.pooling: expected one of mean, cls, attention, found 'max'"),
     ("trainer.batchsize=1", "trainer.batchsize: unknown key 'batchsize'"),
+    ("bogus.key=1", "bogus: unknown key 'bogus'"),  # was located at a line of the file that lacks it
     ("nonsense", "expected key.path=value"),
     ("trainer.tags[5]=x", "no list entry 5"),
     ("trainer.optimizer.warmup=2", "trainer.optimizer.warmup: expected a value <= 1.0"),
