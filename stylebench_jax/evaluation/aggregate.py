@@ -40,6 +40,11 @@ _STEL_NOTE = (" (STEL's quadruples, order_quad, are STEL's protocol; STEB reads 
               "pairs, the order_list units of the stel dataset)")
 
 
+def _stel_note(rows) -> str:
+    """Why STEL's own units do not count, said only when the run has them."""
+    return _STEL_NOTE if any(r.get("dataset") == "stel" for r in rows) else ""
+
+
 def _operational(rows) -> dict[str, Any]:
     try:
         score = operational_score(rows)
@@ -47,7 +52,7 @@ def _operational(rows) -> dict[str, Any]:
         return {"available": False, "reason": str(reason)}
     if not score.columns:
         return {"available": False,
-                "reason": f"no unit of this run is part of STEB's operational score{_STEL_NOTE}"}
+                "reason": f"no unit of this run is part of STEB's operational score{_stel_note(rows)}"}
     columns = [*score.columns, "overall"]
     return {"available": any(score.table[m] for m in score.models), "columns": columns,
             "table": _table(score.table, score.models, columns),
@@ -66,7 +71,7 @@ def _definitional(rows) -> dict[str, Any]:
     columns = [c for c in order if c in present or c in score.members]
     if not columns:
         return {"available": False,
-                "reason": f"no unit of this run is part of STEB's definitional score{_STEL_NOTE}",
+                "reason": f"no unit of this run is part of STEB's definitional score{_stel_note(rows)}",
                 "unassigned": score.unassigned}
     return {"available": True, "columns": columns,
             "table": _table(score.table, score.models, columns),

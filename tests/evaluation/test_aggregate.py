@@ -87,3 +87,7 @@ def test_stel_quadruples_alone_give_no_steb_score_and_say_why():
         assert scores[name]["available"] is False
         assert scores[name]["reason"].startswith(f"no unit of this run is part of STEB's {name} score")
         assert "order_list units of the stel dataset" in scores[name]["reason"]
+    # a run without STEL (a built benchmark alone) is not told about STEL
+    rows = [{**row, "dataset": "authbench_en", "task": "attribution"} for row in rows]
+    for name in ("operational", "definitional"):
+        assert "stel" not in aggregate_scores(rows)[name]["reason"].lower()
