@@ -450,8 +450,8 @@ def _check_evaluation_split(config: BuildConfig, by_split: dict[str, list[Record
         sizes = ", ".join(f"{s} {len(r)}" for s, r in by_split.items())
         raise UserInputError(
             f"{config.name}: split {name!r} (evaluation.split) has {len(by_split[name])} documents and no "
-            f"author with two ({sizes}); groups are dealt within each length/genre bucket, so few large "
-            "groups (splits.isolate, few authors) leave it empty: add authors or change splits")
+            f"author with two ({sizes}); groups are placed bucket by bucket, so a few large groups "
+            "(splits.isolate, few authors) can all miss it: add authors or change splits")
 
 
 def _empty_build_message(config: BuildConfig, run: _Run) -> str:
