@@ -7,8 +7,9 @@ corpus texts) to test probabilities in [0, 1] with 0.5 = non-answer (PAN's answe
   from ``pan22-verif-baseline-cngdist.py``): ``TfidfVectorizer(max_features=3000, analyzer="char",
   ngram_range=(4, 4))`` fitted on the fold's *training documents* (computed from corpus-wide term
   counts, identical to refitting, see ``TermCounts``), cosine of each pair, p1/p2 found
-  by grid search (step 0.01) maximising the overall score on the training pairs, then PAN's
-  ``correct_scores`` rescaling (``metrics.pan``). RAVEN's grid objective is its unrounded
+  by grid search (step 0.01) maximising the overall score on the training pairs (as RAVEN's code and
+  PAN's baseline do; the paper's §5.2 says "validation data held out from our training data"), then
+  PAN's ``correct_scores`` rescaling (``metrics.pan``). RAVEN's grid objective is its unrounded
   ``evaluate_all`` (PAN's rounds to 3 decimals first); we use RAVEN's.
 - ``ppm``: PAN's compressor baseline (``raven.ppm``): the two cross-entropies of each pair into
   ``LogisticRegression()`` (scikit-learn defaults, as PAN), fitted on the training pairs; a probability
@@ -41,6 +42,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from stylebench_jax.config import InvalidField
 from stylebench_jax.metrics.pan import calibrate_two_thresholds, rescale_two_thresholds, threshold_grid
 from stylebench_jax.raven.ppm import PPMTables, pair_features
 from stylebench_jax.raven.sampling import Fold, Pairs
@@ -141,14 +143,29 @@ class CalibratedTfidf:
         return (f"{self.name} tfidf analyzer={self.analyzer} n={self.n} max_features={self.max_features} "
                 f"mask_top_k={self.mask_top_k} {self.calibration}")
 
+    def _excluded(self, counts: TermCounts, fold: Fold) -> np.ndarray | None:
+        if self.mask_top_k is None:
+            return None
+        # topic-fit: the fold's most frequent training words are masked
+        words = set(top_terms(counts.terms, counts.train_frequencies(fold.train_docs), self.mask_top_k))
+        return np.array([term in words or term.isdigit() for term in counts.terms])
+
+    def check(self, fold: Fold) -> None:
+        """Refuse, before any method runs, a mask that leaves a fold no training term (RAVEN's
+        default 10,000 masks every word type of a small corpus)."""
+        if self.mask_top_k is None:
+            return
+        counts = self.counts()
+        left = (counts.train_frequencies(fold.train_docs) > 0) & ~self._excluded(counts, fold)
+        if not left.any():
+            raise InvalidField(f"methods.{self.name}.mask_top_k",
+                               f"{self.mask_top_k} masks every word of fold {fold.index}'s training "
+                               "documents; lower it below that fold's vocabulary")
+
     def run(self, texts: Sequence[str], fold: Fold) -> MethodResult:
         del texts  # the term counts were built from them
         counts = self.counts()
-        excluded = None
-        if self.mask_top_k is not None:  # topic-fit: the fold's most frequent training words are masked
-            frequencies = counts.train_frequencies(fold.train_docs)
-            words = set(top_terms(counts.terms, frequencies, self.mask_top_k))
-            excluded = np.array([term in words or term.isdigit() for term in counts.terms])
+        excluded = self._excluded(counts, fold)
         try:
             vectors, size = counts.tfidf(fold.train_docs, self.max_features, excluded)
         except ValueError as error:

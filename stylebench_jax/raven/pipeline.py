@@ -29,11 +29,11 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
-from tqdm import tqdm
 
 from stylebench_jax.config import InvalidField, config_to_dict
 from stylebench_jax.fileio import json_ready, write_text_atomic
 from stylebench_jax.metrics.pan import OVERALL_PARTS, pan_metrics
+from stylebench_jax.progress import progress_bar
 from stylebench_jax.raven import analysis
 from stylebench_jax.raven.config import RavenConfig
 from stylebench_jax.raven.corpus import (
@@ -160,8 +160,12 @@ def _eligible(config: RavenConfig, corpus: Corpus) -> Corpus:
     needed = max([config.sampling.n_topics, *config.sampling.sweep])
     if available < needed:
         key = "sampling.n_topics" if available < config.sampling.n_topics else "sampling.sweep"
-        raise InvalidField(key, f"{needed} topics needed but {corpus.name} has {available} topics with >= "
-                                f"{config.corpus.min_docs_per_topic} documents")
+        derived = config.corpus.derive_topics
+        hint = (f"; corpus.derive_topics.n_topics {derived.n_topics} clusters leave few topics with that "
+                "many documents" if derived is not None else "")
+        raise InvalidField(key, f"{needed} topics needed but {corpus.name} has {available} "
+                                f"topic{'s' if available != 1 else ''} with >= "
+                                f"{config.corpus.min_docs_per_topic} documents{hint}")
     return corpus
 
 
@@ -425,9 +429,13 @@ def run_methods(datasets: Sequence[SampledDataset], methods: dict[str, Any], tex
     """``predictions[dataset][method] = [test probs per fold]``; stored results reused (module docstring)."""
     text_hashes = [hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest()[:16] for t in texts]
     work = [(d, f, name) for d in datasets for f in d.folds for name in methods]
+    for _, fold, name in work:  # settings a fold cannot satisfy fail before the first fit
+        check = getattr(methods[name], "check", None)
+        if check is not None:
+            check(fold)
     predictions: dict[str, dict[str, list]] = {d.name: {name: [] for name in methods} for d in datasets}
     counts = {"computed": 0, "reused": 0, "seconds": {name: 0.0 for name in methods}}
-    bar = tqdm(work, desc="folds x methods", unit="fit", file=sys.stderr, disable=not progress)
+    bar = progress_bar(work, desc="folds x methods", unit="fit", enabled=progress)
     for dataset, fold, name in bar:
         bar.set_postfix_str(f"{dataset.name} fold {fold.index} {name}", refresh=False)
         method = methods[name]
@@ -444,7 +452,7 @@ def run_methods(datasets: Sequence[SampledDataset], methods: dict[str, Any], tex
             probs = np.asarray(result.probs, dtype=np.float64)
             write_text_atomic(path, json.dumps({
                 "dataset": dataset.name, "fold": fold.index, "method": name, "identity": method.identity,
-                "fingerprint": fingerprint, "fitted": result.fitted, "seconds": round(seconds, 3),
+                "fingerprint": fingerprint, "fitted": result.fitted,  # seconds: run_info.json only
                 "labels": fold.test_pairs.labels.tolist(), "probs": probs.tolist()}) + "\n")
             counts["computed"] += 1
         predictions[dataset.name][name].append(probs)

@@ -71,6 +71,9 @@ def write_config(tmp_path, text: str) -> Path:
      ":7: sampling.n_topics: 30 topics needed but bible_8_versions has 12"),
     (("name: bible_8_versions", "name: reuters_c50"),
      ":2: corpus.derive_topics: reuters_c50 has no topic labels"),
+    # RAVEN's default 10,000 masks every word of a small corpus: was a traceback after other methods ran
+    (("mask_top_k: 5", "mask_top_k: 100000"),
+     ":13: methods.topic_fit.mask_top_k: 100000 masks every word of fold 0's training documents"),
 ])
 def test_bad_config_is_located_and_exits_2(capsys, tmp_path, tiny_root, cache_dir, replace, expected):
     config = write_config(tmp_path, TINY.replace(*replace))
