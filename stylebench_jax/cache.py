@@ -32,10 +32,12 @@ its cache directory does not show the primary's shard (a host-local disk).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,14 +81,29 @@ def space_label(embedder: Embedder) -> str:
     return f"{embedder.identity} code={source_digest(*EMBEDDING_CODE)}"
 
 
-def _shard_complete(vectors_path: Path, keys_path: Path) -> bool:
-    """A shard counts when both files read and agree on the row count (module docstring)."""
+def _shard_complete(vectors_path: Path, keys_path: Path, dim: int | None = None) -> bool:
+    """A shard counts when both files read, agree on the row count, and the vectors are a float32
+    matrix (of width ``dim`` when given) (module docstring)."""
     try:
         keys = np.load(keys_path, mmap_mode="r", allow_pickle=False)
         vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError):
         return False
-    return keys.ndim == 2 and keys.shape[1] == KEY_BYTES and vectors.shape[0] == keys.shape[0]
+    return (keys.ndim == 2 and keys.shape[1] == KEY_BYTES and vectors.ndim == 2
+            and vectors.shape[0] == keys.shape[0] and vectors.dtype == np.dtype("<f4")
+            and (dim is None or vectors.shape[1] == dim))
+
+
+def _checksum_path(vectors_path: Path) -> Path:
+    return vectors_path.with_name(vectors_path.name.replace(".vectors.npy", ".sha256"))
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _recent(*paths: Path) -> bool:
@@ -108,24 +125,29 @@ class EmbeddingCache:
         self.root = Path(root) if root is not None else default_cache_dir()
         self.enabled = enabled
         self._index: dict[str, dict[bytes, tuple[Path, int]]] = {}
+        self._verified: dict[Path, bool] = {}  # vectors files checked against their checksum
         self.hits = 0
         self.misses = 0
+        self.damaged = 0  # shards found damaged (and recomputed) in this process
+        self._store_failed = False  # a store failed (full disk...): said once
 
     def space(self, embedder: Embedder) -> Path:
         digest = hashlib.sha256(space_label(embedder).encode("utf-8")).hexdigest()[:32]
         return self.root / digest
 
-    def _load_index(self, space: Path) -> dict[bytes, tuple[Path, int]]:
+    def _load_index(self, space: Path, dim: int | None = None, *,
+                    sweep: bool = True) -> dict[bytes, tuple[Path, int]]:
         key = str(space)
         if key in self._index:
             return self._index[key]
         index: dict[bytes, tuple[Path, int]] = {}
         if space.is_dir():
-            remove_orphans(space)  # temporaries of writers killed mid-write (fileio)
+            if sweep:  # not for `cache info`, which only reads (and may be given a read-only cache)
+                remove_orphans(space)  # temporaries of writers killed mid-write (fileio)
             for keys_path in sorted(space.glob("*.keys.npy")):
                 vectors_path = keys_path.with_name(keys_path.name.replace(".keys.npy", ".vectors.npy"))
-                if not _shard_complete(vectors_path, keys_path):
-                    continue  # incomplete shard from an interrupted run: ignore it
+                if not _shard_complete(vectors_path, keys_path, dim):
+                    continue  # incomplete (an interrupted run) or damaged shard: its texts are recomputed
                 keys = np.load(keys_path, allow_pickle=False)
                 for row, k in enumerate(keys):
                     index.setdefault(k.tobytes(), (vectors_path, row))
@@ -139,23 +161,58 @@ class EmbeddingCache:
         found = np.zeros(len(texts), bool)
         if not self.enabled:
             return out, found
-        index = self._load_index(self.space(embedder))
+        index = self._load_index(self.space(embedder), embedder.dim)
         by_file: dict[Path, list[tuple[int, int]]] = {}
         for i, k in enumerate(keys):
             hit = index.get(k.tobytes())
             if hit is not None:
                 by_file.setdefault(hit[0], []).append((i, hit[1]))
         for path, pairs in by_file.items():
-            vectors = np.load(path, mmap_mode="r", allow_pickle=False)
-            dest, src = map(list, zip(*pairs))
-            out[dest] = vectors[np.asarray(src)]
+            try:
+                if not self._intact(path):
+                    continue  # damaged on disk: these texts are embedded again (and the shard rewritten)
+                vectors = np.load(path, mmap_mode="r", allow_pickle=False)
+                dest, src = map(list, zip(*pairs))
+                out[dest] = vectors[np.asarray(src)]
+            except (OSError, ValueError):  # removed meanwhile (`cache clear` by another process)
+                self._index.pop(str(path.parent), None)
+                continue
             found[dest] = True
         return out, found
 
+    def _intact(self, vectors_path: Path) -> bool:
+        """Whether the vectors file still has the checksum written with it (once per process and
+        file; shards written before checksums have none and are trusted). A damaged one is
+        reported once on stderr."""
+        if vectors_path not in self._verified:
+            checksum = _checksum_path(vectors_path)
+            try:
+                expected = checksum.read_text(encoding="ascii").strip()
+            except (FileNotFoundError, UnicodeDecodeError):
+                expected = None
+            ok = expected is None or _file_sha256(vectors_path) == expected
+            self._verified[vectors_path] = ok
+            if not ok:
+                self.damaged += 1
+                print(f"stylebench: cache shard {vectors_path} does not match its checksum (damaged on "
+                      "disk); its texts are embedded again", file=sys.stderr)
+        return self._verified[vectors_path]
+
     def store(self, embedder: Embedder, texts: Sequence[str], vectors: np.ndarray) -> None:
-        """Write one new shard holding ``vectors`` for ``texts`` (atomic: vectors, then keys)."""
+        """Write one new shard holding ``vectors`` for ``texts`` (atomic: vectors, their checksum,
+        then keys). A cache that cannot be written (a full disk, a folder removed meanwhile) is
+        reported once and skipped: the cache is an optimisation, the command goes on."""
         if not self.enabled or not len(texts):
             return
+        try:
+            self._store(embedder, texts, vectors)
+        except OSError as error:
+            if not self._store_failed:
+                print(f"stylebench: cannot store embeddings in the cache ({error.filename or self.root}: "
+                      f"{error.strerror or error}); going on without storing", file=sys.stderr)
+            self._store_failed = True
+
+    def _store(self, embedder: Embedder, texts: Sequence[str], vectors: np.ndarray) -> None:
         space = self.space(embedder)
         space.mkdir(parents=True, exist_ok=True)
         identity_file = space / "identity.txt"
@@ -165,10 +222,13 @@ class EmbeddingCache:
         keys = text_keys(texts)
         vectors_path, keys_path = self._shard_paths(space, keys)
         save_npy_atomic(vectors_path, np.ascontiguousarray(vectors, dtype=np.float32), every_process=True)
+        with atomic_open(_checksum_path(vectors_path), "w", every_process=True) as handle:
+            handle.write(_file_sha256(vectors_path) + "\n")
         save_npy_atomic(keys_path, keys, every_process=True)
-        index = self._load_index(space)
+        self._verified[vectors_path] = True
+        index = self._load_index(space, embedder.dim)
         for row, k in enumerate(keys):
-            index.setdefault(k.tobytes(), (vectors_path, row))
+            index[k.tobytes()] = (vectors_path, row)
 
     @staticmethod
     def _shard_paths(space: Path, keys: np.ndarray) -> tuple[Path, Path]:
@@ -218,34 +278,48 @@ class EmbeddingCache:
         if not self.root.is_dir():
             return rows
         for space in sorted(p for p in self.root.iterdir() if p.is_dir() and _SPACE_NAME.fullmatch(p.name)):
-            identity = (space / "identity.txt").read_text(encoding="utf-8").strip() \
-                if (space / "identity.txt").exists() else "?"
+            try:
+                identity = (space / "identity.txt").read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:  # missing, or not a file
+                identity = "?"
             size = sum(p.stat().st_size for p in space.iterdir() if p.is_file())
             rows.append({"space": space.name, "identity": identity,
-                         "vectors": len(self._load_index(space)), "bytes": size})
+                         "vectors": len(self._load_index(space, sweep=False)), "bytes": size})
+        self._index.clear()  # read without the sweep: not the index a lookup should use
         return rows
 
     def clean(self) -> dict[str, int]:
-        """Remove what killed runs left behind: orphaned temporaries (``fileio.remove_orphans``) and
-        incomplete shards (vectors whose keys file is missing or does not match) older than
-        ``INCOMPLETE_GRACE``. Complete shards and files being written by live processes are kept.
-        Returns counts and bytes freed."""
-        stats = {"orphans": 0, "incomplete_shards": 0, "bytes": 0}
+        """Remove what killed runs or damage left behind: orphaned temporaries (``fileio.remove_orphans``),
+        incomplete shards (vectors or keys without their partner, rows that do not match, vectors
+        that are not a float32 matrix) older than ``INCOMPLETE_GRACE``, and shards whose vectors no
+        longer match their checksum. Complete shards and files being written by live processes are
+        kept. Returns counts and bytes freed."""
+        stats = {"orphans": 0, "incomplete_shards": 0, "damaged_shards": 0, "bytes": 0}
         if not self.root.is_dir():
             return stats
         stats["orphans"] += remove_orphans(self.root)
         for space in sorted(p for p in self.root.iterdir() if p.is_dir() and _SPACE_NAME.fullmatch(p.name)):
             stats["orphans"] += remove_orphans(space)
-            for vectors_path in sorted(space.glob("*.vectors.npy")):
-                keys_path = vectors_path.with_name(vectors_path.name.replace(".vectors.npy", ".keys.npy"))
-                if _shard_complete(vectors_path, keys_path) or _recent(vectors_path, keys_path):
+            shards = {p.name.split(".")[0] for p in space.glob("*.vectors.npy")} | \
+                {p.name.split(".")[0] for p in space.glob("*.keys.npy")}
+            for shard in sorted(shards):
+                vectors_path, keys_path = space / f"{shard}.vectors.npy", space / f"{shard}.keys.npy"
+                checksum = _checksum_path(vectors_path)
+                if _shard_complete(vectors_path, keys_path):
+                    if not checksum.exists() or _file_sha256(vectors_path) == checksum.read_text().strip():
+                        continue
+                    kind = "damaged_shards"
+                elif _recent(vectors_path, keys_path):
                     continue
-                for path in (vectors_path, keys_path):
+                else:
+                    kind = "incomplete_shards"
+                for path in (vectors_path, keys_path, checksum):
                     if path.exists():
                         stats["bytes"] += path.stat().st_size
                         path.unlink()
-                stats["incomplete_shards"] += 1
+                stats[kind] += 1
         self._index.clear()
+        self._verified.clear()
         return stats
 
     def programs_bytes(self) -> int:
@@ -261,10 +335,27 @@ class EmbeddingCache:
             return 0
         size = self.programs_bytes()
         if size or (self.root / XLA_CACHE_DIR).is_dir():
-            shutil.rmtree(self.root / XLA_CACHE_DIR)
+            _remove_tree(self.root / XLA_CACHE_DIR)
         for space in self.root.iterdir():
             if space.is_dir() and _SPACE_NAME.fullmatch(space.name):
                 size += sum(p.stat().st_size for p in space.rglob("*") if p.is_file())
-                shutil.rmtree(space)
+                _remove_tree(space)
         self._index.clear()
+        self._verified.clear()
         return size
+
+
+def _remove_tree(path: Path, attempts: int = 5) -> None:
+    """``shutil.rmtree`` that tolerates a writer working in the tree meanwhile: files already gone
+    are fine, and a directory that gained a file during the walk is walked again."""
+    for _ in range(attempts):
+        try:
+            shutil.rmtree(path)
+            return
+        except FileNotFoundError:
+            if not path.exists():
+                return
+        except OSError as error:
+            if error.errno != errno.ENOTEMPTY:
+                raise OSError(error.errno, error.strerror, str(path)) from None
+    shutil.rmtree(path, ignore_errors=True)

@@ -122,6 +122,12 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb", *,
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as error:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if error.filename is None:  # a failed write or fsync (a full disk): say which file
+            raise OSError(error.errno, error.strerror, str(path)) from error
+        raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

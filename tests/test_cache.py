@@ -154,3 +154,90 @@ def test_a_killed_run_keeps_the_blocks_it_finished(tmp_path, monkeypatch):
     out = EmbeddingCache(tmp_path).embed(model, texts)
     assert model.calls == [texts[8:]]
     np.testing.assert_array_equal(out, np.stack([vector_of(t) for t in texts]))
+
+
+def _one_shard(cache, model):
+    space = cache.space(model)
+    (vectors,) = space.glob("*.vectors.npy")
+    return space, vectors
+
+
+@pytest.mark.parametrize("damage", ["flip", "width", "dtype"])
+def test_a_damaged_shard_is_reported_and_recomputed_never_served(tmp_path, capsys, damage):
+    """Flipped bytes were served as vectors (max diff 5e37); a header of another width crashed every
+    later run; '>f4' gave NaN vectors."""
+    model = HashEmbedder()
+    texts = [f"text {i}" for i in range(20)]
+    EmbeddingCache(tmp_path).embed(model, texts)
+    space, vectors = _one_shard(EmbeddingCache(tmp_path), model)
+    raw = bytearray(vectors.read_bytes())
+    if damage == "flip":
+        raw[-40:-30] = bytes(10)
+    elif damage == "width":
+        raw[:128] = raw[:128].replace(b"(20, 16)", b"(20,  8)")
+    else:
+        raw[:128] = raw[:128].replace(b"<f4", b">f4")
+    vectors.write_bytes(bytes(raw))
+    fresh = HashEmbedder()
+    got = EmbeddingCache(tmp_path).embed(fresh, texts)
+    np.testing.assert_array_equal(got, np.stack([vector_of(t) for t in texts]))
+    assert fresh.calls == [texts]
+    if damage == "flip":
+        assert "does not match its checksum" in capsys.readouterr().err
+    # the recomputed shard replaced the damaged one: the next run embeds nothing
+    again = HashEmbedder()
+    EmbeddingCache(tmp_path).embed(again, texts)
+    assert again.calls == []
+
+
+def test_clean_removes_damaged_shards_and_keys_without_vectors(tmp_path, monkeypatch):
+    model = HashEmbedder()
+    cache = EmbeddingCache(tmp_path)
+    cache.embed(model, ["a", "b"])
+    cache.embed(model, ["c"])
+    space = cache.space(model)
+    first, second = sorted(space.glob("*.vectors.npy"))
+    raw = bytearray(first.read_bytes())
+    raw[-4:] = b"\x00\x00\x80\x7f"
+    first.write_bytes(bytes(raw))
+    second.unlink()  # its keys file is left alone
+    monkeypatch.setattr(cache_module, "INCOMPLETE_GRACE", 0)
+    stats = EmbeddingCache(tmp_path).clean()
+    assert (stats["damaged_shards"], stats["incomplete_shards"]) == (1, 1)
+    assert not list(space.glob("*.npy")) and not list(space.glob("*.sha256"))
+
+
+def test_a_cache_that_cannot_be_written_is_skipped_with_one_warning(tmp_path, capsys, monkeypatch):
+    """A full disk ended the command in a traceback and lost the computed vectors."""
+    def full(path, array, **options):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(cache_module, "save_npy_atomic", full)
+    cache, model = EmbeddingCache(tmp_path), HashEmbedder()
+    got = cache.embed(model, ["a", "b"])
+    got2 = cache.embed(model, ["c"])
+    np.testing.assert_array_equal(np.concatenate([got, got2]), np.stack([vector_of(t) for t in "abc"]))
+    err = capsys.readouterr().err
+    assert err.count("cannot store embeddings in the cache") == 1 and "No space left on device" in err
+
+
+def test_a_cache_cleared_by_another_process_meanwhile_is_a_miss(tmp_path):
+    cache, model = EmbeddingCache(tmp_path), HashEmbedder()
+    cache.embed(model, ["a", "b"])
+    EmbeddingCache(tmp_path).clear()  # another process
+    fresh = HashEmbedder()
+    cache.model = fresh
+    got = cache.embed(fresh, ["a", "b", "c"])
+    np.testing.assert_array_equal(got, np.stack([vector_of(t) for t in "abc"]))
+    assert fresh.calls == [["a", "b", "c"]]
+
+
+def test_info_reads_without_removing_anything(tmp_path):
+    cache, model = EmbeddingCache(tmp_path), HashEmbedder()
+    cache.embed(model, ["a"])
+    space = cache.space(model)
+    orphan = space / ".x.vectors.npy~vm~999999~ab.tmp"
+    orphan.write_bytes(b"partial")
+    (space / "identity.txt").write_bytes(b"\xff\xfe")
+    (row,) = EmbeddingCache(tmp_path).info()
+    assert row["vectors"] == 1 and orphan.exists()

@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "clean":
         stats = cache.clean()
         print(f"cleaned {cache.root}: {stats['orphans']} orphaned temporary file(s), "
-              f"{stats['incomplete_shards']} incomplete shard(s) ({stats['bytes'] / 2**20:.1f} MiB freed)")
+              f"{stats['incomplete_shards']} incomplete shard(s), {stats['damaged_shards']} damaged shard(s) "
+              f"({stats['bytes'] / 2**20:.1f} MiB freed)")
         return 0
     if args.action == "clear":
         freed = cache.clear()
