@@ -46,6 +46,7 @@ import numpy as np
 
 from stylebench_jax.encoders.base import Embedder
 from stylebench_jax.fileio import atomic_open, remove_orphans, save_npy_atomic
+from stylebench_jax.hashing import file_sha256
 from stylebench_jax.parallel import distributed
 from stylebench_jax.runtime import XLA_CACHE_DIR
 from stylebench_jax.sources import source_digest
@@ -97,13 +98,6 @@ def _shard_complete(vectors_path: Path, keys_path: Path, dim: int | None = None)
 def _checksum_path(vectors_path: Path) -> Path:
     return vectors_path.with_name(vectors_path.name.replace(".vectors.npy", ".sha256"))
 
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _recent(*paths: Path) -> bool:
@@ -190,7 +184,7 @@ class EmbeddingCache:
                 expected = checksum.read_text(encoding="ascii").strip()
             except (FileNotFoundError, UnicodeDecodeError):
                 expected = None
-            ok = expected is None or _file_sha256(vectors_path) == expected
+            ok = expected is None or file_sha256(vectors_path) == expected
             self._verified[vectors_path] = ok
             if not ok:
                 self.damaged += 1
@@ -223,7 +217,7 @@ class EmbeddingCache:
         vectors_path, keys_path = self._shard_paths(space, keys)
         save_npy_atomic(vectors_path, np.ascontiguousarray(vectors, dtype=np.float32), every_process=True)
         with atomic_open(_checksum_path(vectors_path), "w", every_process=True) as handle:
-            handle.write(_file_sha256(vectors_path) + "\n")
+            handle.write(file_sha256(vectors_path) + "\n")
         save_npy_atomic(keys_path, keys, every_process=True)
         self._verified[vectors_path] = True
         index = self._load_index(space, embedder.dim)
@@ -306,7 +300,7 @@ class EmbeddingCache:
                 vectors_path, keys_path = space / f"{shard}.vectors.npy", space / f"{shard}.keys.npy"
                 checksum = _checksum_path(vectors_path)
                 if _shard_complete(vectors_path, keys_path):
-                    if not checksum.exists() or _file_sha256(vectors_path) == checksum.read_text().strip():
+                    if not checksum.exists() or file_sha256(vectors_path) == checksum.read_text().strip():
                         continue
                     kind = "damaged_shards"
                 elif _recent(vectors_path, keys_path):

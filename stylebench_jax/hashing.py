@@ -1,9 +1,20 @@
-"""Digests of texts, shared by every cache keyed on a list of texts (embeddings, features)."""
+"""Digests of texts, shared by every cache keyed on a list of texts (embeddings, features), and of
+files (cache shards' checksums, a built benchmark's manifest)."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from pathlib import Path
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def texts_digest(texts: Iterable[str]) -> str:

@@ -63,6 +63,7 @@ from stylebench_jax.data.construct.records import (
 from stylebench_jax.data.construct.textops import Boilerplate, canonicalize, collapse_whitespace, normalize
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import atomic_directory, write_text_atomic
+from stylebench_jax.hashing import file_sha256
 from stylebench_jax.parallel.distributed import is_primary, map_shards
 
 MAX_LISTED_BAD = 1000        # bad records listed one by one in the manifest (all are counted)
@@ -320,13 +321,6 @@ def pool_statistics(records: list[Record]) -> dict:
     }
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def check_export_dependencies(export_config) -> None:
     """Fail before the build, not after it, when an export needs a package that is not installed."""
@@ -408,15 +402,15 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
         for split, records in by_split.items():
             path = tmp / "splits" / f"{split}.jsonl"
             export.write_jsonl(path, (export.record_row(r) for r in records))
-            files[f"splits/{split}.jsonl"] = _sha256_file(path)
+            files[f"splits/{split}.jsonl"] = file_sha256(path)
             if config.export.manifest_only_release:
                 path = tmp / "release" / f"{split}.jsonl"
                 export.write_jsonl(path, (export.release_row(r) for r in records))
-                files[f"release/{split}.jsonl"] = _sha256_file(path)
+                files[f"release/{split}.jsonl"] = file_sha256(path)
             if config.export.parquet:
                 path = tmp / "parquet" / f"{split}.parquet"
                 export.write_parquet(path, records)
-                files[f"parquet/{split}.parquet"] = _sha256_file(path)
+                files[f"parquet/{split}.parquet"] = file_sha256(path)
         if config.export.tfds != "none":
             description = f"{config.name}: authorship benchmark built by stylebench data build"
             builder_dir = export.write_tfds(tmp / "tfds", config.name, by_split, config.export.tfds,
