@@ -99,6 +99,18 @@ def _checksum_path(vectors_path: Path) -> Path:
     return vectors_path.with_name(vectors_path.name.replace(".vectors.npy", ".sha256"))
 
 
+def _checksum_holds(vectors_path: Path) -> bool:
+    """Whether the vectors file matches the SHA-256 written beside it; a shard written before
+    checksums (no file) holds, an unreadable checksum file does not."""
+    try:
+        expected = _checksum_path(vectors_path).read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return True
+    except (OSError, UnicodeDecodeError):
+        return False
+    return file_sha256(vectors_path) == expected
+
+
 
 def _recent(*paths: Path) -> bool:
     """Whether any of ``paths`` was modified in the last ``INCOMPLETE_GRACE`` seconds."""
@@ -179,12 +191,7 @@ class EmbeddingCache:
         file; shards written before checksums have none and are trusted). A damaged one is
         reported once on stderr."""
         if vectors_path not in self._verified:
-            checksum = _checksum_path(vectors_path)
-            try:
-                expected = checksum.read_text(encoding="ascii").strip()
-            except (FileNotFoundError, UnicodeDecodeError):
-                expected = None
-            ok = expected is None or file_sha256(vectors_path) == expected
+            ok = _checksum_holds(vectors_path)
             self._verified[vectors_path] = ok
             if not ok:
                 self.damaged += 1
@@ -300,7 +307,7 @@ class EmbeddingCache:
                 vectors_path, keys_path = space / f"{shard}.vectors.npy", space / f"{shard}.keys.npy"
                 checksum = _checksum_path(vectors_path)
                 if _shard_complete(vectors_path, keys_path):
-                    if not checksum.exists() or file_sha256(vectors_path) == checksum.read_text().strip():
+                    if _checksum_holds(vectors_path):
                         continue
                     kind = "damaged_shards"
                 elif _recent(vectors_path, keys_path):

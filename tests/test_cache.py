@@ -241,3 +241,13 @@ def test_info_reads_without_removing_anything(tmp_path):
     (space / "identity.txt").write_bytes(b"\xff\xfe")
     (row,) = EmbeddingCache(tmp_path).info()
     assert row["vectors"] == 1 and orphan.exists()
+
+
+def test_an_unreadable_checksum_marks_the_shard_damaged(tmp_path):
+    model = HashEmbedder()
+    EmbeddingCache(tmp_path).embed(model, ["a", "b"])
+    space, vectors = _one_shard(EmbeddingCache(tmp_path), model)
+    vectors.with_name(vectors.name.replace(".vectors.npy", ".sha256")).write_bytes(b"\xff\xfe")
+    fresh = HashEmbedder()
+    EmbeddingCache(tmp_path).embed(fresh, ["a", "b"])
+    assert fresh.calls == [["a", "b"]]

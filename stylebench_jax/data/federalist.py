@@ -9,7 +9,7 @@ The release encodes punctuation as tags; they are mapped back before use (the RE
 applied identically to every essay): ``<c>`` comma, ``<p>`` period, ``<S>`` semicolon, ``<l>``
 colon, ``<d> <d>`` a dash written ``--`` and a single ``<d>`` a hyphen. ``<Q>`` is "question mark
 or quote": right after another tag it is a quotation mark (``, <Q> and``, ``<p> <Q> But``: a
-question mark cannot follow a comma or a period; 267 of the 830), elsewhere a question mark. The
+question mark cannot follow a comma or a period; 271 of the 830), elsewhere a question mark. The
 footnote markers ``FNA1 <d> @1`` (only in Hamilton's papers 22, 24, 27, 28 and 36, an editor's
 artefact that names one author) are removed; the footnotes' text is kept.
 
@@ -49,7 +49,7 @@ REFERENCE_ATTRIBUTION = "MADISON"  # Mosteller & Wallace (1964) for all 12 dispu
 QUICK_EXCERPT_WORDS = 250
 N_PAIRS = {"quick": 100, "full": 500}
 
-_TAGS = ((r"\s*FNA\d+\s*<d>\s*@\d+", ""), (r"(?<=<[cpSlQd]>)\s*<Q>\s*", ' "'),
+_TAGS = ((r"\s*FNA\d+\s*<d>\s*@\d+", ""), (r"(?<=<[cpSlQd]>)\s*<Q>(?:\s+(?!\s|<Q>))?", ' "'),
          (r"\s*<d>\s*<d>\s*", " -- "), (r"\s*<d>\s*", "-"), (r"\s*<c>", ","), (r"\s*<p>", "."),
          (r"\s*<S>", ";"), (r"\s*<Q>", "?"), (r"\s*<l>", ":"))
 

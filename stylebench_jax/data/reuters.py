@@ -94,8 +94,8 @@ def build_units(data_root: str | Path, *, size: str = "quick", seed: int = 0) ->
         same = [t for t in targets if t.author == query.author]
         other = [t for t in targets if t.author != query.author]
         if not same or not other:
-            whose = f"author {query.author!r} has" if not same else "no other author has"
-            raise UserInputError(f"{NAME}: {whose} no train article left to pair with test article "
+            whose = f"author {query.author!r} has no" if not same else "no other author has a"
+            raise UserInputError(f"{NAME}: {whose} train article left to pair with test article "
                                  f"{query.file!r}; expected every author in both splits")
         a += [query.text, query.text]
         b += [same[int(rng.integers(len(same)))].text, other[int(rng.integers(len(other)))].text]

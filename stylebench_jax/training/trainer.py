@@ -348,24 +348,29 @@ class Trainer:
                 current = step + 1
                 stopping = self._stopping(state)
                 bar.update(1)
-                if current % tc.log_every == 0 or current == self.total_steps:
+                log_now = current % tc.log_every == 0 or current == self.total_steps
+                evaluate = current % tc.eval_every == 0 or current == self.total_steps
+                save_now = not evaluate and (current % checkpoint_every == 0 or stopping)
+                if log_now or evaluate or save_now:  # nothing diverged is logged, evaluated or saved
                     metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-                    if not math.isfinite(metrics.get("loss", 0.0)):
-                        raise UserInputError(f"step {current}: the loss is {metrics['loss']}; training "
+                    bad = next((k for k in ("loss", "grad_norm") if not math.isfinite(metrics.get(k, 0.0))),
+                               None)
+                    if bad is not None:
+                        raise UserInputError(f"step {current}: the {bad} is {metrics[bad]}; training "
                                              "diverged (a lower optim.learning_rate?); the last checkpoint "
                                              "is kept")
+                if log_now:
                     now = time.perf_counter()
                     rate = (current - done_at_clock) * tc.batch_size * 2 / max(now - clock, 1e-9)
                     clock, done_at_clock = now, current
                     self._log({"step": current, **metrics,
                                "learning_rate": float(self.schedule(step // self.config.optim.accumulation)),
                                "examples_per_s": round(rate, 2)})
-                evaluate = current % tc.eval_every == 0 or current == self.total_steps
                 if evaluate:
                     extra, stop = self._after_eval(current, state, extra)
                     # the rate logged next counts training steps only, not this evaluation and checkpoint
                     clock, done_at_clock = time.perf_counter(), current
-                if not evaluate and (current % checkpoint_every == 0 or stopping):
+                if save_now:
                     self.checkpoints.save(current, state, extra)
                 if evaluate and stop:
                     stopped = "early_stopping"

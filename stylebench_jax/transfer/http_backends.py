@@ -90,8 +90,8 @@ class HttpBackend:
             raise UserInputError(f"backend {config.name!r}: environment variable {config.api_key_env} holds "
                                  "a line break, a control or a non-ASCII character; expected one API key")
         self.secrets = (self._key,)
-        base = (environ.get(config.base_url_env) if config.base_url_env else None) or config.base_url \
-            or DEFAULT_BASE_URLS[config.kind]
+        base = ((environ.get(config.base_url_env) if config.base_url_env else None) or config.base_url
+                or DEFAULT_BASE_URLS[config.kind]).strip()
         problem = url_problem(base)
         if problem:
             where = f"environment variable {config.base_url_env}" if config.base_url_env and \

@@ -281,14 +281,19 @@ def _fingerprint(config: TransferConfig, backends: Sequence = (), calibration=No
     return data
 
 
+ADDED_TO_FINGERPRINT = ("resolved_backends", "calibration_sha256")  # 2026-11-28
+
+
 def _config_record(output_dir: Path, config: TransferConfig, backends: Sequence = (),
                    calibration=None) -> dict:
     """``config.json``'s content; ``UserInputError`` when ``output_dir`` holds a run with another
     fingerprint. Writes nothing: ``_write_inputs`` writes it once every check has passed."""
     previous = read_json_file(output_dir / "config.json")
     current = {"config": config_to_dict(config), "fingerprint": _fingerprint(config, backends, calibration)}
-    if previous is not None and previous.get("fingerprint") != current["fingerprint"]:
-        old, new = previous.get("fingerprint") or {}, current["fingerprint"]
+    old, new = (previous or {}).get("fingerprint") or {}, current["fingerprint"]
+    # runs begun before these keys existed resume as they are (what they lack cannot be compared)
+    new = {k: v for k, v in new.items() if k in old or k not in ADDED_TO_FINGERPRINT}
+    if previous is not None and old != new:
         changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         raise UserInputError(f"{output_dir}: holds a run with another config (differs in "
                              f"{', '.join(changed)}); resume it with the same config or use a new output "

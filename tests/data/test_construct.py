@@ -815,3 +815,21 @@ def test_min_documents_per_author_applies_after_the_final_dedup(tmp_path):
     assert m["drops"]["final_dedup:exact"] == 1 and m["drops"]["final:below_min_docs_per_author"] == 1
     assert m["stages"]["sampled"] == 5 and m["stages"]["final"] == 3
     assert m["splits"]["test"]["authors"] == 1 and m["splits"]["test"]["documents_per_author"]["min"] == 3
+
+
+def test_overwrite_never_replaces_the_data_or_the_folder_it_runs_in(corpus, capsys, monkeypatch):
+    """The build replaces its output folder whole: output=data root with overwrite=true deleted the
+    sources."""
+    import yaml
+
+    path = corpus / "ok.yaml"
+    path.write_text(yaml.safe_dump(config_dict(corpus, corpus / "unused"), sort_keys=False))
+    before = sorted(p.name for p in corpus.iterdir())
+    for target in (corpus, corpus.parent):
+        assert main(["data", "build", str(path), f"output={target}", "overwrite=true", "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert f"output: {target} holds" in err and "choose a folder of its own" in err, err
+    monkeypatch.chdir(corpus / "..")
+    assert main(["data", "build", str(path), "output=.", "overwrite=true", "--quiet"]) == 2
+    assert "output: . holds" in capsys.readouterr().err
+    assert sorted(p.name for p in corpus.iterdir()) == before

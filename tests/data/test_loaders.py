@@ -150,12 +150,13 @@ def test_untag_mapping():
     # <Q> after another tag opens or closes a quotation; footnote markers go, their text stays
     assert federalist.untag("poet <l> <Q> FAREWELL <p> <Q> PUBLIUS <p> FNA1 <d> @2 Encyclopedia <c> x"
                             ) == 'poet: "FAREWELL. "PUBLIUS. Encyclopedia, x'
+    assert federalist.untag("ENEMIES <p> <Q>  <Q> We") == 'ENEMIES. " "We'  # a closing, then an opening
 
 
 def test_federalist_texts_have_no_impossible_question_marks_or_footnote_markers(data_root):
     text = " ".join(p.text for p in federalist.load_federalist(data_root))
-    assert (text.count("?"), text.count('"')) == (563, 267)  # the release's 830 <Q> tags
-    assert not re.search(r"[.,;:]\?|FNA\d|@\d", text)
+    assert (text.count("?"), text.count('"')) == (559, 271)  # the release's 830 <Q> tags
+    assert not re.search(r"[.,;:\"]\?|FNA\d|@\d", text)
 
 
 def test_reuters_author_without_train_articles_is_named(tmp_path):

@@ -300,3 +300,15 @@ def test_paired_differences_use_each_pairs_common_items():
     assert result["n_items"] == 0 and list(result["differences"]) == ["a - b"]
     assert result["differences"]["a - b"]["n_items"] == 4
     assert result["differences"]["a - b"]["mean"] == pytest.approx(0.2)
+
+
+def test_a_run_begun_before_the_fingerprint_grew_still_resumes(corpus, tmp_path, cache_dir):
+    out = tmp_path / "old"
+    config = _config(corpus, [LOCAL[0]])
+    run_transfer(config, out, progress=False, log=lambda m: None)
+    record = json.loads((out / "config.json").read_text())
+    for key in ("resolved_backends", "calibration_sha256"):  # what config.json held before 2026-11-28
+        del record["fingerprint"][key]
+    (out / "config.json").write_text(json.dumps(record))
+    results = run_transfer(config, out, progress=False, log=lambda m: None)
+    assert results["runs"]["ceiling"]["n_ok"] > 0

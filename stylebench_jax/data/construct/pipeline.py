@@ -42,7 +42,7 @@ import json
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -426,9 +426,20 @@ def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
     return BuildResult(manifest, out, by_split)
 
 
-def check_output(config: BuildConfig) -> None:
-    """The output folder may be replaced only when ``overwrite`` says so (checked before any work)."""
+def check_output(config: BuildConfig, keep: Sequence[Path] = ()) -> None:
+    """The output folder may be replaced only when ``overwrite`` says so, and never when it holds
+    the data, a source, the folder the command runs in or one of ``keep`` (the config file): the
+    build replaces the folder as a whole (checked before any work)."""
     out = Path(config.output)
+    root = Path(config.data_root) if config.data_root is not None else None
+    protected = [*keep, Path.cwd(), *([root] if root is not None else []),
+                 *(s.path if s.path.is_absolute() or root is None else root / s.path for s in config.sources)]
+    target = out.resolve()
+    for path in protected:
+        path = Path(path).resolve()
+        if path == target or target in path.parents:
+            raise InvalidField("output", f"{out} holds {path}: the build replaces its output folder as a "
+                                         "whole; choose a folder of its own")
     if out.exists() and not out.is_dir():
         raise InvalidField("output", f"{out} exists and is not a directory")
     if out.exists() and not config.overwrite and any(out.iterdir()):
