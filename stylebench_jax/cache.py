@@ -111,7 +111,6 @@ def _checksum_holds(vectors_path: Path) -> bool:
     return file_sha256(vectors_path) == expected
 
 
-
 def _recent(*paths: Path) -> bool:
     """Whether any of ``paths`` was modified in the last ``INCOMPLETE_GRACE`` seconds."""
     now = time.time()
@@ -134,7 +133,6 @@ class EmbeddingCache:
         self._verified: dict[Path, bool] = {}  # vectors files checked against their checksum
         self.hits = 0
         self.misses = 0
-        self.damaged = 0  # shards found damaged (and recomputed) in this process
         self._store_failed = False  # a store failed (full disk...): said once
 
     def space(self, embedder: Embedder) -> Path:
@@ -194,7 +192,6 @@ class EmbeddingCache:
             ok = _checksum_holds(vectors_path)
             self._verified[vectors_path] = ok
             if not ok:
-                self.damaged += 1
                 print(f"stylebench: cache shard {vectors_path} does not match its checksum (damaged on "
                       "disk); its texts are embedded again", file=sys.stderr)
         return self._verified[vectors_path]

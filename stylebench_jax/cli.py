@@ -54,11 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser | None:
+    """The parser of subcommand ``command`` (None when there is none)."""
+    subparsers = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    return subparsers.choices.get(command) if subparsers is not None and command else None
+
+
 def _flag(parser: argparse.ArgumentParser, command: str | None, option: str) -> str:
     """The flag of ``command`` whose destination is ``option`` (``max_length`` -> ``--max-length``),
     else the option name itself (an option set in a config file, not on the command line)."""
-    subparsers = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-    sub = subparsers.choices.get(command) if subparsers is not None and command else None
+    sub = _subparser(parser, command)
     for action in (sub._actions if sub is not None else ()):
         if action.dest == option and action.option_strings:
             return action.option_strings[-1]
@@ -75,9 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             and not any(item.startswith("-") for item in unknown):
         args.overrides = [*args.overrides, *unknown]
     elif unknown:  # the subcommand's parser: its usage line and its name in the message
-        subparsers = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-        sub = subparsers.choices.get(getattr(args, "command", None)) if subparsers is not None else None
-        (sub or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
+        (_subparser(parser, getattr(args, "command", None)) or parser).error(
+            f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -78,10 +78,7 @@ def run_build(args: argparse.Namespace) -> int:
                                  "../shared/data exists; set data_root (or pass data_root=DIR)")
         config = dataclasses.replace(config, data_root=root)
     try:
-        from stylebench_jax.data.construct.pipeline import check_output
-
-        check_output(config, keep=[args.config])
-        build_benchmark(config, quiet=args.quiet)
+        build_benchmark(config, quiet=args.quiet, keep=[args.config])
     except InvalidField as error:  # a file, tokenizer, hook or package the config names
         raise locate_field(args.config, BuildConfig, list(args.overrides), error) from None
     return 0

@@ -70,19 +70,18 @@ def register(subparsers) -> None:
 
 def _load_queries(path: Path, normalize: bool) -> np.ndarray:
     from stylebench_jax.kernels.npy_rows import read_npy_header
+    from stylebench_jax.kernels.topk import row_blocks_f64
 
     _, shape, _ = read_npy_header(path)
     if shape[0] == 0:
         raise located(path, "no query rows; expected a float .npy [Q, D] with Q >= 1")
     raw = np.load(path, allow_pickle=False)
     q = np.empty(raw.shape, np.float32)
-    for start in range(0, raw.shape[0], 65536):  # checked and normalised in float64, block by block
-        wide = raw[start:start + 65536].astype(np.float64)
+    for start, wide, norms in row_blocks_f64(raw):  # checked and normalised in float64
         bad = np.flatnonzero(~np.isfinite(wide).all(axis=1))
         if bad.size:
             raise located(path, f"row {start + bad[0]}: NaN or infinity in the embedding")
-        norms = np.linalg.norm(wide, axis=1)
-        if normalize:  # in float64: a float32 norm of tiny rows underflows, of huge ones overflows
+        if normalize:
             zero = np.flatnonzero(norms == 0)
             if zero.size:
                 raise located(path, f"row {start + zero[0]}: all zeros, so it has no direction to "

@@ -190,6 +190,15 @@ def resolve_kernel(kernel: str, mesh: Mesh, precision: str) -> str:
     return "xla"
 
 
+def row_blocks_f64(rows: np.ndarray, block: int = DEFAULT_CHUNK_ROWS):
+    """``(start, rows [b, D] float64, L2 norms [b] float64)`` block by block: the one pass that
+    checking and normalising rows share, in float64 (a float32 norm of tiny rows underflows, of huge
+    ones overflows) with bounded extra memory for large row counts."""
+    for start in range(0, rows.shape[0], block):
+        wide = rows[start:start + block].astype(np.float64)  # a copy: callers may scale it in place
+        yield start, wide, np.linalg.norm(wide, axis=1)
+
+
 def _check_queries(queries, normalize: bool) -> np.ndarray:
     q = np.asarray(queries)
     if q.ndim != 2:
@@ -198,12 +207,10 @@ def _check_queries(queries, normalize: bool) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(q).all(axis=1))
     if bad.size:
         raise ValueError(f"queries: row {bad[0]} holds NaN or infinity")
-    if normalize:  # in float64: a float32 norm of large finite rows overflows (and of tiny ones underflows)
+    if normalize:
         q = q.copy()
-        for start in range(0, q.shape[0], 65536):  # bounded extra memory for large query sets
-            wide = q[start:start + 65536].astype(np.float64)
-            norms = np.linalg.norm(wide, axis=1, keepdims=True)
-            q[start:start + 65536] = wide / np.where(norms > 0, norms, 1.0)
+        for start, wide, norms in row_blocks_f64(q):
+            q[start:start + len(wide)] = wide / np.where(norms > 0, norms, 1.0)[:, None]
     return q
 
 

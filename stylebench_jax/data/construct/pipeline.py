@@ -337,16 +337,18 @@ def check_export_dependencies(export_config) -> None:
 
 def build_benchmark(config: BuildConfig, *, toxicity: Callable | None = None,
                     language_id: Callable | None = None,
-                    log: Callable[[str], None] | None = None, quiet: bool = False) -> BuildResult:
+                    log: Callable[[str], None] | None = None, quiet: bool = False,
+                    keep: Sequence[Path] = ()) -> BuildResult:
     """Run the whole pipeline (module docstring) and write ``config.output``. ``toxicity`` and
     ``language_id`` override the config's hooks (callables taking a list of texts); ``log`` gets the
-    progress lines (stderr by default), ``quiet`` silences them and TFDS's own."""
+    progress lines (stderr by default), ``quiet`` silences them and TFDS's own; ``keep``: paths the
+    output folder must not hold (the config file), besides the data (``check_output``)."""
     log = (lambda message: None) if quiet else log or (lambda message: print(message, file=sys.stderr))
     if not is_primary():  # one process speaks and writes for a multi-process build
         log = lambda message: None  # noqa: E731
     started = time.perf_counter()
     check_export_dependencies(config.export)
-    check_output(config)
+    check_output(config, keep)
     check_sources(config.sources, config.data_root)
     tokenizer, tokenizer_info = load_tokenizer(config.tokenizer)
     toxicity = toxicity or filters.resolve_hook(config.filters.toxicity, "filters.toxicity")
