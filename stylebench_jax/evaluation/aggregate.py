@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,6 +35,11 @@ from stylebench_jax.tasks.scores import (
 def aggregate_scores(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Operational and definitional scores of ``results.jsonl`` rows, JSON-ready (module docstring)."""
     return {"operational": _operational(rows), "definitional": _definitional(rows)}
+
+
+def scores_json(scores: Mapping[str, Any]) -> str:
+    """``scores.json``'s text (keys sorted, so the same scores give the same bytes)."""
+    return json.dumps(scores, indent=1, sort_keys=True, allow_nan=False) + "\n"
 
 
 _STEL_NOTE = (" (STEL's quadruples, order_quad, are STEL's protocol; STEB reads STEL through its ordered "
@@ -95,13 +101,15 @@ def score_tables(scores: Mapping[str, Any]) -> list[ScoreTable]:
                             if TASK_FAMILIES.get(task, task) in operational["columns"])  # tasks of this run
         notes = [f"Column metrics: {metrics}. Spearman correlations of model rankings between datasets, "
                  f"Ward linkage on 1 - rho cut at {operational['threshold']}; mean within clusters, then "
-                 "across clusters; overall = mean of columns."]
+                 "across clusters; overall = mean of columns. The clusters come from this run's models "
+                 "(STEB's from its 40), so a model's score changes when other models join or leave the "
+                 "run: compare scores within one run, not across runs or with STEB's tables."]
         clusters = operational["clusters"]
         lines = tuple(f"{column}: " + " | ".join("{" + ", ".join(group) + "}" for group in clusters[column])
                       for column in operational["columns"] if column in clusters)
         count = sum(len(groups) for groups in clusters.values())
         details = [(f"Ward clusters of each column ({count} clusters)", lines)]
-        notes, details = _with_blanks(notes, details, operational["notes"])
+        notes, details = _with_blanks(notes, details, operational)
         tables.append(ScoreTable(title, tuple(operational["columns"]), operational["table"], tuple(notes),
                                  details=tuple(details)))
     definitional = scores["definitional"]
@@ -115,18 +123,41 @@ def score_tables(scores: Mapping[str, Any]) -> list[ScoreTable]:
         if definitional["unassigned"]:
             lines.append(f"not in any group: {', '.join(definitional['unassigned'])}")
         details = [(f"Datasets of each group ({len(members)} groups)", tuple(lines))]
-        notes, details = _with_blanks([], details, definitional["notes"])
+        notes, details = _with_blanks(_definitional_notes(definitional["columns"]), details, definitional)
         tables.append(ScoreTable(title, tuple(definitional["columns"]), definitional["table"], tuple(notes),
                                  details=tuple(details)))
     return tables
 
 
+def _definitional_notes(columns: Sequence[str]) -> list[str]:
+    """How the definitional columns are made, and which of STEB's groups this run lacks."""
+    objects = [g for g in OBJECTS_OF_STUDY if g in columns]
+    top = [g for g in ("object_of_study", LINGUISTIC, CONTENT) if g in columns or
+           (g == "object_of_study" and objects)]
+    notes = ["A group's value is the mean over its datasets of the mean of each dataset's cells, which "
+             "mix metrics as STEB's do (V-measure, AUROC, STEB's MRR, probe accuracy and order-alignment "
+             f"accuracy; content independence: STEB's distractor accuracy). object_of_study = mean of "
+             f"{', '.join(objects) or 'no sub-group'}; overall = mean of {', '.join(top)}."]
+    absent = [g for g in OBJECTS_OF_STUDY if g not in objects]
+    if absent:
+        notes.append(f"Not in this run: {', '.join(absent)} (STEB's object of study has all six sub-groups"
+                     + ("; none of our datasets covers dialect" if "dialect" in absent else "") + ").")
+    missing = [g for g in ("object_of_study", LINGUISTIC, CONTENT) if g not in top]
+    if missing:
+        notes.append(f"overall averages {len(top)} of STEB's 3 groups: this run has no unit of "
+                     f"{', '.join(missing)}.")
+    return notes
+
+
 _MISSING = re.compile(r"^(?P<model>.+?): no (?P<column>\S+) score \(missing (?P<units>.*)\)$")
 
 
-def _with_blanks(notes: list[str], details: list, score_notes: Sequence[str]):
-    """Fold ``"m: no x score (missing ...)"`` notes into one detail line per column and missing-unit
-    list (the models sharing it named together); other notes stay visible."""
+def _with_blanks(notes: list[str], details: list, score: Mapping[str, Any]):
+    """Fold ``"m: no x score (missing ...)"`` notes of ``score`` (the JSON of either score) into one
+    detail line per column and missing-unit list (the models sharing it named together); other
+    notes stay visible; one note counts the blank cells of the table."""
+    score_notes = score["notes"]
+    blanks = sum(column not in values for values in score["table"].values() for column in score["columns"])
     groups: dict[tuple[str, str], list[str]] = {}
     for note in score_notes:
         match = _MISSING.match(note)
@@ -134,13 +165,15 @@ def _with_blanks(notes: list[str], details: list, score_notes: Sequence[str]):
             notes.append(_shorten(note))
         else:
             groups.setdefault((match["column"], match["units"]), []).append(match["model"])
+    if blanks:
+        notes.append(f"— = not computable ({blanks} model x column cells): the model lacks a dataset of the "
+                     "column, or fewer than 3 models have them all (the notes above and the list below say "
+                     "which); overall is blank where any column is.")
     if groups:
         lines = tuple(f"{', '.join(sorted(models))}: no {column} score (missing {units})"
                       for (column, units), models in groups.items())
         count = sum(len(models) for models in groups.values())
-        notes.append(f"— = not computable: the model lacks a dataset of that column ({count} model x column "
-                     "cells; see below).")
-        details.append((f"Why cells are blank ({count} model x column cells)", lines))
+        details.append((f"Models lacking a dataset ({count} model x column cells)", lines))
     return notes, details
 
 

@@ -24,7 +24,7 @@ from jax.sharding import Mesh
 from stylebench_jax import __version__
 from stylebench_jax.cache import EmbeddingCache
 from stylebench_jax.errors import InvalidOption, UserInputError
-from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables
+from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables, scores_json
 from stylebench_jax.evaluation.cells import code_digest, numeric_versions
 from stylebench_jax.evaluation.results import result_rows, skipped_rows, write_result_files
 from stylebench_jax.evaluation.runner import CellsOutcome, EvalSettings, ModelEntry, run_cells
@@ -189,10 +189,12 @@ def _write_outputs(request: EvalRequest, suite_name: str, datasets, models: list
     results_path, skipped_path = write_result_files(output_dir, outcome.cells)
     scores = aggregate_scores(rows)
     scores_path = output_dir / "scores.json"
-    write_text_atomic(scores_path, json.dumps(scores, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    write_text_atomic(scores_path, scores_json(scores))
     title, description = run_description(suite_name, datasets, [m.label for m in models], seed=request.seed,
                                          n_boot=request.n_boot, version=__version__,
-                                         long_text=request.long_text, max_length=request.max_length)
+                                         long_text=request.long_text, max_length=request.max_length,
+                                         code=code_digest(),
+                                         built=", ".join(str(p) for p in request.built) or None)
     markdown_path, html_path = write_report(output_dir, rows, skipped, score_tables(scores),
                                             title=title, description=description)
     files = {"results": results_path, "skipped": skipped_path, "scores": scores_path,
@@ -205,6 +207,7 @@ def _run_info(request: EvalRequest, suite, datasets, models: list[ModelEntry], o
     """What run_info.json records: the request, per-cell timings, cache use and the environment."""
     return {
         "suite": suite.name, "suite_file": str(suite.path), "data_root": str(request.data_root),
+        "built": [str(p) for p in request.built],
         "datasets": [{"name": n, "size": s} for n, s in datasets],
         "models": [{"label": m.label, "identity": m.identity} for m in models],
         "seed": request.seed, "n_boot": request.n_boot, "force": request.force,

@@ -15,12 +15,16 @@ __all__ = ["ScoreTable", "render_html", "render_leaderboard", "run_description",
 
 def run_description(suite: str, datasets: Sequence[tuple[str, str]], models: Sequence[str], *, seed: int,
                     n_boot: int, version: str, long_text: str = "chunk",
-                    max_length: int | None = None) -> tuple[str, list[str]]:
-    """Title and description lines of an eval run's report (``datasets``: ``[(name, size)]``); the
-    run and its re-render (``python -m stylebench_jax.report``, from run_info.json) both call it."""
-    lines = [f"Suite {suite!r}: {', '.join(f'{name} ({size})' for name, size in datasets)}.",
+                    max_length: int | None = None, code: str | None = None,
+                    built: str | None = None) -> tuple[str, list[str]]:
+    """Title and description lines of an eval run's report (``datasets``: ``[(name, size)]``;
+    ``code``: the source digest, ``built``: the folders of built benchmarks); the run and its
+    re-render (``python -m stylebench_jax.report``, from run_info.json) both call it."""
+    where = f" (built benchmarks: {built})" if built else ""
+    lines = [f"Suite {suite!r}{where}: {', '.join(f'{name} ({size})' for name, size in datasets)}.",
              f"Models: {', '.join(models)}. Seed {seed}, {n_boot} bootstrap replicates. "
-             f"stylebench_jax {version}."]
+             f"stylebench_jax {version}" + (f", code {code}" if code else "")
+             + "; model identities (weight digests) and settings are in run_info.json."]
     if long_text != "chunk" or max_length is not None:
         lines.append(f"Neural models embed long texts with --long-text {long_text}"
                      + (f" --max-length {max_length}" if max_length else "") + ".")

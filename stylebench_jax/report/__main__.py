@@ -1,6 +1,10 @@
 """``python -m stylebench_jax.report RUN_DIR``: re-render ``leaderboard.md`` and ``report.html`` of a
-finished ``stylebench eval`` run from its ``results.jsonl``, ``skipped.jsonl`` and ``scores.json``
-(title and description from ``run_info.json`` when present), without recomputing anything.
+finished ``stylebench eval`` run from its ``results.jsonl`` and ``skipped.jsonl`` (title and
+description from ``run_info.json`` when present), without embedding or evaluating anything.
+
+STEB's aggregate scores are recomputed from ``results.jsonl`` by this version's code and written to
+``scores.json`` beside the report, so the report and that file agree; when the run's ``scores.json``
+held other numbers (written by an older version), a line on stderr says so.
 
 Useful after a change of the report's layout, or to render into another directory (``--output``).
 """
@@ -46,7 +50,9 @@ def _json(path: Path) -> dict[str, Any]:
 def render_run(run_dir: Path, output_dir: Path | None = None) -> tuple[Path, Path]:
     """Write ``leaderboard.md`` and ``report.html`` for the run in ``run_dir`` into ``output_dir``
     (default: ``run_dir``); returns both paths."""
-    from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables
+    from stylebench_jax.data.readers import read_text
+    from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables, scores_json
+    from stylebench_jax.fileio import write_text_atomic
     from stylebench_jax.report import run_description, write_report
 
     run_dir = Path(run_dir)
@@ -55,13 +61,10 @@ def render_run(run_dir: Path, output_dir: Path | None = None) -> tuple[Path, Pat
                              "`stylebench eval`")
     rows = _rows(run_dir / "results.jsonl", RESULT_KEYS, required=True)
     skipped = _rows(run_dir / "skipped.jsonl", SKIPPED_KEYS, required=False)
-    scores_path = run_dir / "scores.json"
-    scores = _json(scores_path) if scores_path.is_file() else aggregate_scores(rows)
-    try:
-        tables = score_tables(scores)
-    except (KeyError, TypeError) as error:
-        raise located(scores_path, f"not the layout `stylebench eval` writes ({type(error).__name__}: "
-                                   f"{error})") from None
+    scores = aggregate_scores(rows)
+    scores_text = scores_json(scores)
+    stored = run_dir / "scores.json"
+    changed = stored.is_file() and read_text(stored) != scores_text
     info_path = run_dir / "run_info.json"
     title, description = f"stylebench eval — {run_dir.name}", []
     if info_path.is_file():
@@ -70,7 +73,8 @@ def render_run(run_dir: Path, output_dir: Path | None = None) -> tuple[Path, Pat
             title, description = run_description(
                 info["suite"], [(d["name"], d["size"]) for d in info["datasets"]],
                 [m["label"] for m in info["models"]], seed=info["seed"], n_boot=info["n_boot"],
-                version=info["environment"]["stylebench_jax"],
+                version=info["environment"]["stylebench_jax"], code=info["environment"].get("code"),
+                built=", ".join(info.get("built", [])) or None,
                 **{key: value for key, value in info.get("encoding", {}).items()
                    if key in ("long_text", "max_length")})
         except (KeyError, TypeError) as error:
@@ -81,7 +85,11 @@ def render_run(run_dir: Path, output_dir: Path | None = None) -> tuple[Path, Pat
     if not output_dir.parent.is_dir():
         raise UserInputError(f"--output {output_dir}: parent directory {output_dir.parent} does not exist")
     output_dir.mkdir(exist_ok=True)
-    return write_report(output_dir, rows, skipped, tables, title=title, description=description)
+    if changed:
+        print(f"stylebench_jax.report: note: {stored} held other aggregate scores (an older version's); "
+              f"the report shows this version's, now in {output_dir / 'scores.json'}", file=sys.stderr)
+    write_text_atomic(output_dir / "scores.json", scores_text)
+    return write_report(output_dir, rows, skipped, score_tables(scores), title=title, description=description)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="output directory of `stylebench eval`")
     parser.add_argument("--output", type=Path, default=None, metavar="DIR",
-                        help="write leaderboard.md and report.html here instead of RUN_DIR")
+                        help="write leaderboard.md, report.html and scores.json here instead of RUN_DIR")
     args = parser.parse_args(argv)
     try:
         paths = render_run(args.run_dir, args.output)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import html
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,18 @@ _CSS = ("body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;
         "th{background:#f2f2f2}"
         "td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:.9em}img{max-width:100%}"
         ".scroll{overflow-x:auto}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` for a Markdown line: ``<``/``>`` would start an HTML tag (a model called ``<tfidf>``
+    would vanish on GitHub) and ``*`` emphasis (``styl*o*metric``), so they are backslash-escaped
+    (``_`` is left: GitHub reads it literally inside a word, as in ``function_words``)."""
+    return re.sub(r"([<>*])", r"\\\1", str(text))
+
+
+def markdown_cell(text: str) -> str:
+    """``text`` for a Markdown table cell: as :func:`markdown_text`, and ``|`` (it would end the cell)."""
+    return markdown_text(text).replace("|", "\\|")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,17 +58,18 @@ def fmt(value, digits: int = 3) -> str:
 
 
 def render_markdown(title: str, intro: Sequence[str], figures: Sequence[str], tables: Sequence[Table]) -> str:
-    lines = [f"# {title}", ""]
+    lines = [f"# {markdown_text(title)}", ""]
     for paragraph in intro:
-        lines += [paragraph, ""]
+        lines += [markdown_text(paragraph), ""]
     lines += [f"![{name}]({name})" for name in figures]
     lines.append("")
     for table in tables:
-        lines += [f"## {table.title}", ""]
+        lines += [f"## {markdown_text(table.title)}", ""]
         if table.note:
-            lines += [table.note, ""]
-        lines += ["| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)]
-        lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in table.rows]
+            lines += [markdown_text(table.note), ""]
+        lines += ["| " + " | ".join(markdown_cell(h) for h in table.header) + " |",
+                  "|" + "---|" * len(table.header)]
+        lines += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in table.rows]
         lines.append("")
     return "\n".join(lines)
 

@@ -22,7 +22,9 @@ from stylebench_jax.report import plots
 from stylebench_jax.report.markdown import VARIANTS_INTRO, ScoreTable
 from stylebench_jax.report.tables import (
     BREAKDOWNS_INTRO,
+    CELLS_NOTE,
     SCORES_NOTE,
+    Cell,
     TaskTable,
     VariantTable,
     breakdown_tables,
@@ -30,6 +32,7 @@ from stylebench_jax.report.tables import (
     format_pair,
     format_value,
     group_skipped,
+    has_interval,
     protocol_note,
     report_tables,
     task_tables,
@@ -64,9 +67,9 @@ details li { margin: 0.15em 0; overflow-wrap: anywhere; }
 """
 
 
-HEATMAP_NOTE = ("Colours compare models within a row: chance differs between metrics (e.g. 0.5 for AUROC "
-                "and STEL's two-way choice, 0 for V-measure, about 1/k for a k-class probe), so equal "
-                "colours in different tasks are not equally good.")
+HEATMAP_NOTE = ("Colours follow one fixed 0-1 scale, but chance differs between metrics (0.5 for AUROC "
+                "and STEL's two-way choice, 0 for V-measure, about 1/k for a k-class probe): compare "
+                "models within a row; equal colours in different tasks are not equally good.")
 
 
 def _e(text: Any) -> str:
@@ -93,10 +96,11 @@ def _details(summary: str, lines: Sequence[str]) -> str:
     return f"<details><summary>{_e(summary)}</summary><ul>{items}</ul></details>"
 
 
-def _value_html(value: float, low: float, high: float) -> str:
-    text = _e(format_value(value))
-    if math.isfinite(low) and math.isfinite(high):
-        text += f'<span class="ci">[{low:.3f}, {high:.3f}]</span>'
+def _cell_html(cell: Cell) -> str:
+    """As :func:`tables.format_cell`, the interval in a smaller span."""
+    text = _e(format_value(cell.value))
+    if has_interval(cell):
+        text += f'<span class="ci">[{cell.ci_low:.3f}, {cell.ci_high:.3f}]</span>'
     return text
 
 
@@ -110,7 +114,7 @@ def _task_table_html(table: TaskTable) -> str:
         for model in table.models:
             cell = table.cells.get((model, column))
             css = ' class="best"' if model in best else ""
-            text = "—" if cell is None else _value_html(cell.value, cell.ci_low, cell.ci_high)
+            text = "—" if cell is None else _cell_html(cell)
             out.append(f"<td{css}>{text}</td>")
         out.append(f"<td><i>{_e(column_n(table, column))}</i></td></tr>")
     out.append("</table>")
@@ -224,9 +228,7 @@ def render_html(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]
     links += [("breakdowns", "Breakdowns")] if breakdowns else []
     links += ([("skipped", "Not applicable")] if skipped else []) + [("all", "All metrics")]
     body.append("<nav>" + " · ".join(f'<a href="#{a}">{_e(text)}</a>' for a, text in links) + "</nav>")
-    body.append('<p class="note">Cells show the primary metric with its 95% bootstrap confidence interval '
-                "(instances resampled); bold/green = best model in the row; — = not run; "
-                "n/a = undefined.</p>")
+    body.append(f'<p class="note">{_e(CELLS_NOTE)} Bold cells are green.</p>')
     if scores:
         body += ['<h2 id="scores">Aggregate scores</h2>', f'<p class="note">{_e(SCORES_NOTE)}</p>']
         body += [_score_html(score) for score in scores]

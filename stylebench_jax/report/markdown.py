@@ -7,12 +7,13 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from stylebench_jax.report.document import markdown_cell, markdown_text
 from stylebench_jax.report.tables import (
     BREAKDOWNS_INTRO,
+    CELLS_NOTE,
     SCORES_NOTE,
     TaskTable,
     VariantTable,
@@ -28,9 +29,10 @@ from stylebench_jax.report.tables import (
     variant_tables,
 )
 
-VARIANTS_INTRO = ("Where our protocol and STEB's differ, every cell shows ours / STEB's value (no interval; "
-                  "the task tables above and results.jsonl have them). Results labelled STEB, and STEB's "
-                  "aggregate scores, use STEB's protocol.")
+VARIANTS_INTRO = ("Where our protocol and STEB's differ, every cell shows ours / STEB's value (no interval "
+                  "here: ours, with its interval, is in the task tables above; results.jsonl has both with "
+                  "their intervals). Results labelled STEB, and STEB's aggregate scores, use STEB's "
+                  "protocol.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,17 +61,6 @@ class ScoreTable:
             return (-float(value) if value is not None and not math.isnan(value) else math.inf, model)
 
         return sorted(self.values, key=key)
-
-
-def markdown_text(text: str) -> str:
-    """``text`` for a Markdown line: ``<``/``>`` would start an HTML tag (a model called ``<tfidf>``
-    would vanish on GitHub), so they are backslash-escaped."""
-    return re.sub(r"([<>])", r"\\\1", str(text))
-
-
-def markdown_cell(text: str) -> str:
-    """``text`` for a Markdown table cell: as :func:`markdown_text`, and ``|`` (it would end the cell)."""
-    return markdown_text(text).replace("|", "\\|")
 
 
 def task_table_markdown(table: TaskTable) -> str:
@@ -124,13 +115,11 @@ def score_table_markdown(score: ScoreTable) -> str:
 
 def render_leaderboard(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]],
                        scores: Sequence[ScoreTable], *, title: str, description: Sequence[str] = ()) -> str:
-    """The whole Markdown document. Best value per row in bold; ``—`` = not run."""
+    """The whole Markdown document (``CELLS_NOTE`` says how to read a cell)."""
     parts = [f"# {markdown_text(title)}", ""]
     for line in [*description, protocol_note(rows)]:
         parts += [markdown_text(line), ""] if line else []
-    parts += ["Cells: primary metric, 95% bootstrap confidence interval in brackets "
-              "(instances resampled). Bold = best model in the row; n = instances; — = not run; "
-              "n/a = undefined.", ""]
+    parts += [CELLS_NOTE, ""]
     if scores:
         parts += ["## Aggregate scores", "", SCORES_NOTE, ""]
         for score in scores:

@@ -22,6 +22,9 @@ DPI = 100
 MAX_WIDTH_IN = 11.5  # the page's content is 1,200 px wide; leave a margin
 MAX_BARS = 100  # bars per chart (columns x models) that stay at least ~6 px wide
 MAX_COLUMNS = 12  # dataset columns per chart
+# Metrics whose chance level does not depend on the data: a dashed line on their bar charts (a
+# random scorer's AUROC, and its EER, is 0.5 whatever the class balance)
+CHANCE_LEVELS = {"auroc": 0.5, "eer": 0.5, "eer_roc": 0.5}
 
 
 def _pyplot():
@@ -135,7 +138,8 @@ def bar_chart(table: TaskTable, columns: Sequence[str] | None = None, part: str 
     bootstrap CI. ``colours``: ``{model: colour}`` (default ``model_colours(table.models)``); pass the
     run's map so a model has one colour in every chart. A bar's top is drawn as a line over the
     axes' frame, so a 0.000 stays visible; an undefined value (n/a) gets a grey cross at 0 and a model
-    that did not run the column gets nothing. Subsets are labelled by subset name under their
+    that did not run the column gets nothing; a dashed line marks chance for ``CHANCE_LEVELS``'
+    metrics. Subsets are labelled by subset name under their
     dataset's name, which stands above the axes; the legend sits right of the axes, where it cannot
     cover the x labels."""
     plt = _pyplot()
@@ -169,6 +173,9 @@ def bar_chart(table: TaskTable, columns: Sequence[str] | None = None, part: str 
         # each bar's top as a line above the axes' frame: a 0.000 on a [0, 1] axis stays visible
         axis.hlines([values[j] for j in shown], slot[shown] - width / 2, slot[shown] + width / 2,
                     colors=[colours[model]], linewidth=1.5, zorder=3, clip_on=False)
+    if table.metric in CHANCE_LEVELS:
+        axis.axhline(CHANCE_LEVELS[table.metric], color="#555555", linestyle="--", linewidth=0.9, zorder=2.5,
+                     label=f"chance ({CHANCE_LEVELS[table.metric]:g})")
     if undefined:
         axis.scatter(undefined, [0.0] * len(undefined), marker="x", s=14, color="#777777", linewidths=0.9,
                      zorder=3, clip_on=False, label="n/a (undefined)")
@@ -243,14 +250,15 @@ def heatmap(rows: Sequence[str], columns: Sequence[str], values: np.ndarray, tit
     for i in headers:
         axis.axhspan(i - 0.5, i + 0.5, color="white", zorder=2)
         axis.get_yticklabels()[i].set_fontweight("bold")
-    font = 7 if cell_in >= 0.5 else 6
+    font = 7 if cell_in >= 0.55 else 6
     for i in range(grid.shape[0]):
         if i in headers:
             continue
         for j in range(grid.shape[1]):
             value = grid[i, j]
             if math.isfinite(value):
-                text, colour = f"{value:.2f}", "white" if shade[i, j] < 0.6 else "black"
+                # three decimals as in the tables: 0.995 is not 1.00
+                text, colour = f"{value:.3f}", "white" if shade[i, j] < 0.6 else "black"
             else:
                 text, colour = "—" if absent[i, j] else "n/a", "#888888"
             axis.text(j, i, text, ha="center", va="center", fontsize=font, color=colour, zorder=3)

@@ -33,8 +33,15 @@ def protocol_note(rows: Sequence[dict[str, Any]]) -> str:
     return "Protocols: " + "; ".join(cited) + "." if cited else ""
 
 
-SCORES_NOTE = ("Aggregate scores are means of the point estimates in the tables below; they carry no "
-               "interval.")
+CELLS_NOTE = ("Cells: primary metric, 95% bootstrap confidence interval in brackets (instances resampled; "
+              "none for a single instance). Bold = the row's clear winner: the best value (the lowest for "
+              "EER) whose interval is disjoint from every other model's; no bold where intervals overlap. "
+              "n = instances; — = not run; n/a = undefined.")
+SCORES_NOTE = ("Aggregate scores are means of point estimates (no interval) of the metrics named under "
+               "each table. Where a task's protocol differs from STEB's, they read STEB's variant ("
+               + ", ".join(sorted({v.steb for spec in registry.TASKS.values() for v in spec.variants}))
+               + "): its values are under 'Our protocols vs STEB's' below, with intervals in "
+               "results.jsonl.")
 BREAKDOWNS_INTRO = ("The same metrics per stratum (language, genre with blog and social_media "
                     "macro-averaged over subgenres, length bucket, topic-selected pool); n = queries.")
 
@@ -55,7 +62,7 @@ class Cell:
 
 @dataclasses.dataclass(frozen=True)
 class TaskTable:
-    """One metric of one task: ``cells[(model, column)]``; ``best(column)`` = the top model(s)."""
+    """One metric of one task: ``cells[(model, column)]``; ``best(column)`` = the clear winner."""
 
     task: str
     metric: str
@@ -64,13 +71,29 @@ class TaskTable:
     cells: dict[tuple[str, str], Cell]
 
     def best(self, column: str) -> frozenset[str]:
-        """Models with the best value in ``column`` (all of them on an exact tie): the highest, or
-        the lowest for the task table's lower-is-better metrics (EER)."""
-        scored = {m: c.value for m in self.models
+        """The model that wins ``column`` clearly, as a set (empty when none does): the highest value,
+        or the lowest for the task table's lower-is-better metrics (EER), when its 95% interval is
+        disjoint from every other model's. No winner on a tie, on overlapping intervals (the
+        difference may be resampling noise), or where a value has no interval (one instance, or
+        none computed); intervals come from separate bootstraps, so disjoint ones are a conservative
+        test of a difference."""
+        scored = {m: c for m in self.models
                   if (c := self.cells.get((m, column))) is not None and _finite(c.value)}
-        pick = min if self.metric in registry.LOWER_IS_BETTER else max
-        top = pick(scored.values(), default=None)
-        return frozenset(m for m, v in scored.items() if v == top)
+        if len(scored) < 2 or not all(has_interval(c) for c in scored.values()):
+            return frozenset()
+        lower = self.metric in registry.LOWER_IS_BETTER
+        ranked = sorted(scored, key=lambda m: (scored[m].value if lower else -scored[m].value, m))
+        top, rest = scored[ranked[0]], [scored[m] for m in ranked[1:]]
+        if lower:
+            clear = all(top.ci_high < c.ci_low for c in rest)
+        else:
+            clear = all(top.ci_low > c.ci_high for c in rest)
+        return frozenset(ranked[:1]) if clear else frozenset()
+
+
+def has_interval(cell: Cell) -> bool:
+    """Whether ``cell`` has an interval worth printing (at least two instances, finite bounds)."""
+    return cell.n >= 2 and _finite(cell.ci_low) and _finite(cell.ci_high)
 
 
 def _finite(value: Any) -> bool:
@@ -207,11 +230,12 @@ def format_value(value: float, digits: int = 3) -> str:
 
 
 def format_cell(cell: Cell | None, digits: int = 3) -> str:
-    """``0.842 [0.801, 0.880]``; ``—`` when absent, ``n/a`` when undefined."""
+    """``0.842 [0.801, 0.880]``; ``—`` when absent, ``n/a`` when undefined; no interval for a value
+    of one instance (its bootstrap has no spread to show)."""
     if cell is None:
         return "—"
     text = format_value(cell.value, digits)
-    if _finite(cell.ci_low) and _finite(cell.ci_high):
+    if has_interval(cell):
         text += f" [{cell.ci_low:.{digits}f}, {cell.ci_high:.{digits}f}]"
     return text
 

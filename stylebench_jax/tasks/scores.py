@@ -16,14 +16,20 @@ Within a column, for the models that have every unit:
 1. ``rho[u, v]`` = Spearman correlation across models of units u and v (ranks with ties averaged,
    ``scipy.stats.rankdata``; a unit on which all models tie has no ranking, its correlations are set
    to 0);
+   units on which every model scores the same are left out of the column (noted), unless all of
+   its units are (then every model has the same column score); as a cluster of their own they
+   would lift every model's score by the same amount with a whole cluster's weight (in a small
+   run, a one-query retrieval unit where every model scores 1.0);
 2. Ward linkage (``scipy.cluster.hierarchy.linkage(method="ward")``) on the distances ``1 - rho``,
    cut at distance 0.5 (``fcluster(criterion="distance")``, which merges at distances <= 0.5):
    units whose rankings agree merge;
 3. a model's column score = mean over clusters of the mean of its values in the cluster.
 
-The overall score is the mean over columns. Correlating rankings needs at least 3 models
-(``NotApplicable`` otherwise). Models lacking a unit of a column get no score for that column (and
-no overall score); the reason is listed in ``notes``.
+The overall score is the mean over columns. The clusters depend on the models compared: STEB's
+come from its 40 models, ours from the models of the run, so a model's score can change when other
+models join the run; compare scores within one run, not across runs or with STEB's Tab. 2.
+Correlating rankings needs at least 3 models (``NotApplicable`` otherwise). Models lacking a unit of
+a column get no score for that column (and no overall score); the reason is listed in ``notes``.
 
 Definitional score (STEB §3.3, Tab. 9 and 13, after Wegmann et al. 2026): units are assigned to
 *object of study* (genre, register, time, demographics, dialect, idiolect), *linguistic features*
@@ -209,6 +215,14 @@ def operational_score(rows: Iterable[Mapping], *, metrics: Mapping[str, str] = O
             notes.append(f"{column}: only {len(complete)} model(s) have every unit; need {MIN_MODELS}")
             continue
         values = np.array([[table[(m, u, metrics[u[2]])] for m in complete] for u in units])
+        tied = np.all(values == values[:, :1], axis=1)
+        if tied.any() and not tied.all():
+            # no ranking to correlate: as its own cluster it would add a constant to every model's
+            # column score with a whole cluster's weight (a one-query unit where all score 1.0)
+            notes.append(f"{column}: left out {int(tied.sum())} unit(s) on which all {len(complete)} models "
+                         f"score the same: {', '.join(_unit_name(units[i]) for i in np.flatnonzero(tied))}")
+            units = [u for u, t in zip(units, tied) if not t]
+            values = values[~tied]
         ids = redundancy_clusters(values, threshold)
         groups = [np.flatnonzero(ids == c) for c in np.unique(ids)]
         clusters[column] = [[_unit_name(units[i]) for i in g] for g in groups]

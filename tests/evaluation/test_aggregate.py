@@ -71,11 +71,35 @@ def test_blank_cells_are_explained_once_per_column_and_tables_survive_a_json_rou
     operational = tables[0]
     assert operational.values["b"].get("clustering") is None
     summary, lines = operational.details[-1]
-    assert summary == "Why cells are blank (2 model x column cells)"
+    assert summary == "Models lacking a dataset (2 model x column cells)"
     assert lines == ("b, c: no clustering score (missing cds_samples/all/clustering)",)
-    assert any(note.startswith("— = not computable") for note in operational.notes)
+    # every clustering cell (a alone cannot be ranked) and every overall cell
+    assert any(note.startswith("— = not computable (6 model x column cells)") for note in operational.notes)
     # scores.json is written with sorted keys; the report re-rendered from it must not change
     assert score_tables(json.loads(json.dumps(scores, sort_keys=True))) == tables
+
+
+def test_blank_cells_of_a_column_too_few_models_have_are_counted():
+    # only a has the clustering unit: a's cell is blank too, though a lacks nothing
+    rows = [r for r in rows_for("abc") if not (r["model"] in "bc" and r["task"] == "clustering")]
+    rows += [{**r, "model": m} for r in rows_for("a") if r["task"] != "clustering" for m in "de"]
+    operational = score_tables(aggregate_scores(rows))[0]
+    assert operational.values["a"].get("clustering") is None
+    notes = " ".join(operational.notes)
+    assert "clustering: only 1 model(s) have every unit; need 3" in notes
+    assert "— = not computable (10 model x column cells)" in notes
+
+
+def test_definitional_notes_say_what_each_overall_averages():
+    definitional = score_tables(aggregate_scores(rows_for("abc")))[1]
+    notes = " ".join(definitional.notes)
+    assert "object_of_study = mean of genre, register;" in notes
+    assert "Not in this run: time, demographics, dialect, idiolect" in notes
+    assert "overall = mean of object_of_study, linguistic_features, content_independence." in notes
+    assert "overall averages" not in notes
+    no_order = [r for r in rows_for("abc") if r["metric"] != "distractor_accuracy_steb"]
+    notes = " ".join(score_tables(aggregate_scores(no_order))[1].notes)
+    assert "overall averages 2 of STEB's 3 groups: this run has no unit of content_independence" in notes
 
 
 def test_stel_quadruples_alone_give_no_steb_score_and_say_why():

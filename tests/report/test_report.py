@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables
+from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables, scores_json
 from stylebench_jax.report import ScoreTable, write_report
 from stylebench_jax.report.__main__ import main as rerender
 from stylebench_jax.report.plots import MAX_WIDTH_IN, chart_groups, png_size
@@ -21,7 +21,7 @@ def row(model, dataset, subset, task, metric, value, low, high, n, primary=True)
 
 
 ROWS = [
-    row("baseline:char3gram", "stel", "formality", "order_quad", "accuracy", 0.7325, 0.69, 0.775, 400),
+    row("baseline:char3gram", "stel", "formality", "order_quad", "accuracy", 0.7325, 0.69, 0.77, 400),
     row("baseline:char3gram", "stel", "formality", "order_quad", "acc_no_ties", 0.7, 0.6, 0.8, 380, False),
     row("baseline:char3gram", "stel", "contraction", "order_quad", "accuracy", 0.5, 0.45, 0.55, 100),
     row("minilm", "stel", "formality", "order_quad", "accuracy", 0.8125, 0.775, 0.85, 400),
@@ -58,8 +58,9 @@ def test_leaderboard_and_html_contain_numbers(tmp_path):
     assert "## Order alignment (STEL quadruples) — accuracy" in markdown
     # rows = dataset columns, columns = models, then n
     assert "| dataset | baseline:char3gram | minilm | n |" in markdown
-    assert "| stel/contraction | 0.500 [0.450, 0.550] | **0.610 [0.520, 0.700]** | 100 |" in markdown
-    assert "| stel/formality | 0.733 [0.690, 0.775] | **0.812 [0.775, 0.850]** | 400 |" in markdown
+    # bold only where the intervals are disjoint (formality), not where they overlap (contraction)
+    assert "| stel/contraction | 0.500 [0.450, 0.550] | 0.610 [0.520, 0.700] | 100 |" in markdown
+    assert "| stel/formality | 0.733 [0.690, 0.770] | **0.812 [0.775, 0.850]** | 400 |" in markdown
     assert "0.711" in markdown and "needs at least 3 models, got 2" in markdown
     assert "char3gram gives only pairwise similarities" in markdown
     assert "| cds | 0.123 [0.100, 0.150] | 1100 |" in markdown
@@ -91,13 +92,29 @@ def test_skipped_rows_are_grouped_per_model_task_reason(tmp_path):
     assert "3 model x unit combinations cannot run" in markdown
 
 
-def test_exact_ties_are_all_best(tmp_path):
-    rows = [row(m, "stel", "formality", "order_quad", "accuracy", v, v, v, 100) for m, v in
-            (("a", 0.07), ("b", 0.07), ("c", 0.05))]
-    assert task_tables(rows)[0].best("stel") == {"a", "b"}
-    markdown = write_report(tmp_path, rows, [], [], title="t")[0].read_text()
-    assert "| stel | **0.070 [0.070, 0.070]** | **0.070 [0.070, 0.070]** | 0.050 [0.050, 0.050] | 100 |" \
-        in markdown
+def test_bold_needs_a_clear_winner(tmp_path):
+    def table(*cells, metric="accuracy"):
+        rows = [row(m, "stel", "formality", "order_quad", metric, v, lo, hi, n) for m, v, lo, hi, n in cells]
+        return task_tables(rows)[0]
+
+    # a tie has no winner, even with intervals disjoint from the third model's
+    tied = [("a", 0.07, 0.07, 0.07, 100), ("b", 0.07, 0.07, 0.07, 100), ("c", 0.05, 0.05, 0.05, 100)]
+    assert table(*tied).best("stel") == set()
+    # disjoint from every other model's interval: bold; overlapping any of them (or touching): not
+    assert table(("a", 0.9, 0.85, 0.95, 50), ("b", 0.7, 0.6, 0.8, 50)).best("stel") == {"a"}
+    assert table(("a", 0.9, 0.85, 0.95, 50), ("b", 0.7, 0.6, 0.8, 50),
+                 ("c", 0.8, 0.7, 0.86, 50)).best("stel") == set()
+    assert table(("a", 0.9, 0.8, 0.95, 50), ("b", 0.7, 0.6, 0.8, 50)).best("stel") == set()
+    # lower is better for EER
+    assert table(("a", 0.1, 0.05, 0.15, 50), ("b", 0.3, 0.2, 0.4, 50), metric="eer").best("stel") == {"a"}
+    # one instance: a bootstrap interval has no spread, so it is neither printed nor used
+    single = table(("a", 1.0, 1.0, 1.0, 1), ("b", 0.0, 0.0, 0.0, 1))
+    assert single.best("stel") == set() and format_cell(single.cells[("a", "stel")]) == "1.000"
+    rows = [row(m, "stel", "formality", "order_quad", "accuracy", v, v, v, 1)
+            for m, v in (("a", 1.0), ("b", 0.0))]
+    markdown_path, html_path = write_report(tmp_path, rows, [], [], title="t")
+    assert "| stel | 1.000 | 0.000 | 1 |" in markdown_path.read_text()
+    assert 'class="best"' not in html_path.read_text()
 
 
 def test_undefined_values_are_shown_as_na(tmp_path):
@@ -199,33 +216,49 @@ def test_rerender_from_a_run_directory_gives_the_same_files(tmp_path, capsys):
     (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     (run / "skipped.jsonl").write_text("".join(json.dumps(r) + "\n" for r in SKIPPED))
     scores = aggregate_scores(ROWS)
-    (run / "scores.json").write_text(json.dumps(scores, indent=1, sort_keys=True))
+    (run / "scores.json").write_text(scores_json(scores))
     info = {"suite": "stel", "datasets": [{"name": "stel", "size": "full"}], "seed": 0, "n_boot": 1000,
             "models": [{"label": "minilm"}, {"label": "baseline:char3gram"}],
-            "environment": {"stylebench_jax": "9.9"}}
+            "environment": {"stylebench_jax": "9.9", "code": "0123abcd"}, "built": ["b1", "b2"]}
     (run / "run_info.json").write_text(json.dumps(info))
     assert rerender([str(run), "--output", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().err == ""  # the stored scores are this version's
     expected = write_report(tmp_path / "direct", ROWS, SKIPPED, score_tables(scores),
                             title="stylebench eval — stel",
-                            description=["Suite 'stel': stel (full).", "Models: minilm, baseline:char3gram. "
-                                         "Seed 0, 1000 bootstrap replicates. stylebench_jax 9.9."])
+                            description=["Suite 'stel' (built benchmarks: b1, b2): stel (full).",
+                                         "Models: minilm, baseline:char3gram. Seed 0, 1000 bootstrap "
+                                         "replicates. stylebench_jax 9.9, code 0123abcd; model identities "
+                                         "(weight digests) and settings are in run_info.json."])
     for path in expected:
         assert (tmp_path / "out" / path.name).read_bytes() == path.read_bytes()
+    assert (tmp_path / "out" / "scores.json").read_text() == scores_json(scores)
+
+
+def test_rerender_recomputes_scores_an_older_version_wrote(tmp_path, capsys):
+    rows = [row(m, d, "all", "clustering", "v_measure", v, v - 0.1, v + 0.1, 50)
+            for d, values in (("cds_samples", (0.1, 0.2, 0.3)), ("pastel", (0.3, 0.1, 0.2)))
+            for m, v in zip("abc", values)]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    stale = aggregate_scores(rows)
+    stale["operational"]["table"]["a"]["overall"] = 0.99
+    (run / "scores.json").write_text(scores_json(stale))
+    assert rerender([str(run)]) == 0
+    assert "held other aggregate scores" in capsys.readouterr().err
+    assert json.loads((run / "scores.json").read_text()) == aggregate_scores(rows)
+    assert "0.990" not in (run / "leaderboard.md").read_text()
 
 
 @pytest.mark.parametrize("case, message", [
     ("missing", "results.jsonl: not found; expected the output of `stylebench eval`"),
     ("bad_line", "results.jsonl:2:2: invalid JSON"),
-    ("bad_scores", "scores.json: not the layout `stylebench eval` writes"),
 ])
 def test_rerender_bad_run_directory_is_one_line_error(tmp_path, capsys, case, message):
     run = tmp_path / "run"
     run.mkdir()
-    if case != "missing":
-        lines = [json.dumps(ROWS[0]), "{oops"] if case == "bad_line" else [json.dumps(ROWS[0])]
-        (run / "results.jsonl").write_text("\n".join(lines) + "\n")
-    if case == "bad_scores":
-        (run / "scores.json").write_text('{"operational": {}}')
+    if case == "bad_line":
+        (run / "results.jsonl").write_text(json.dumps(ROWS[0]) + "\n{oops\n")
     assert rerender([str(run)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err

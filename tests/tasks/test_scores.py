@@ -77,6 +77,23 @@ def test_operational_score_by_hand():
     assert result.notes == []
 
 
+def test_units_where_every_model_ties_are_left_out():
+    # a one-query unit where every model scores 1.0 ranks nobody; as a cluster of its own it would
+    # lift every model's retrieval score from 0.5 / 0.35 / 0.15 to 0.75 / 0.675 / 0.575
+    rows = (rows_for("a", "all", "retrieval", "mrr_steb", (0.9, 0.5, 0.1))
+            + rows_for("b", "all", "retrieval", "mrr_steb", (0.1, 0.2, 0.2))
+            + rows_for("one", "q", "retrieval", "mrr_steb", (1.0, 1.0, 1.0)))
+    result = operational_score(rows)
+    assert sorted(map(sorted, result.clusters["retrieval"])) == [["a/all/retrieval"], ["b/all/retrieval"]]
+    assert [result.table[m]["retrieval"] for m in MODELS] == pytest.approx([0.5, 0.35, 0.15])
+    assert result.notes == ["retrieval: left out 1 unit(s) on which all 3 models score the same: "
+                            "one/q/retrieval"]
+    # when every unit ties, every model gets the same column score (the mean over units)
+    tied = rows_for("a", "all", "retrieval", "mrr_steb", (0.4,) * 3) + rows_for("b", "all", "retrieval",
+                                                                              "mrr_steb", (0.8,) * 3)
+    assert [operational_score(tied).table[m]["retrieval"] for m in MODELS] == pytest.approx([0.6] * 3)
+
+
 def test_missing_cells_and_too_few_models():
     four = ("m1", "m2", "m3", "m4")
     rows = (rows_for("a", "all", "retrieval", "mrr_steb", (0.9, 0.5, 0.1, 0.3), models=four)
