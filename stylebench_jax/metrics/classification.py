@@ -13,18 +13,11 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from stylebench_jax.metrics.roc import eer_from_curve
+from stylebench_jax.metrics.roc import binary_inputs, eer_from_curve
 
 
 def _check_binary(scores, labels) -> tuple[np.ndarray, np.ndarray]:
-    scores = np.asarray(scores, dtype=np.float64)
-    labels = np.asarray(labels)
-    if scores.ndim != 1 or labels.shape != scores.shape:
-        raise ValueError(f"scores and labels must be 1-D of equal length, got {scores.shape} and "
-                         f"{labels.shape}")
-    if not np.all(np.isfinite(scores)):
-        raise ValueError("scores contain NaN or infinity")
-    labels = labels.astype(bool)
+    scores, labels = binary_inputs(np.asarray(scores, dtype=np.float64), labels)
     if labels.all() or not labels.any():
         raise ValueError("AUROC/EER need at least one positive and one negative pair")
     return scores, labels
@@ -72,8 +65,7 @@ def auroc_eer_batch(scores, labels, weights: np.ndarray) -> tuple[np.ndarray, np
     gives NaN. ``float32`` weights are computed in float32 (half the memory traffic; counts are
     exact while totals stay below 2^24, rates to ~1e-6), anything else in float64.
     """
-    scores = np.asarray(scores, dtype=np.float64)
-    labels = np.asarray(labels).astype(bool)
+    scores, labels = binary_inputs(np.asarray(scores, dtype=np.float64), labels)
     weights = np.atleast_2d(np.asarray(weights))
     if weights.dtype != np.float32:
         weights = weights.astype(np.float64)

@@ -246,7 +246,11 @@ def _grid_squared_error(scores, labels, p1, p2) -> np.ndarray:
 def calibrate_two_thresholds(scores, labels, thresholds=None, *, overall: Overall = "raven",
                              f05u: F05uVariant = "pan21") -> tuple[float, float, float]:
     """``(p1, p2, best overall)``: the first maximiser in ``combinations`` order, like PAN's
-    ``max(params, key=params.get)`` over a dict filled in that order."""
+    ``max(params, key=params.get)`` over a dict filled in that order. With ``overall="pan21"`` the
+    values compared are rounded to 3 decimals first, as PAN 2021/22's ``evaluate_all`` returns them
+    (so a pair ahead only in the 4th decimal does not win); RAVEN's ``evaluate_all`` does not round.
+    The returned overall is the unrounded value of the chosen pair."""
     pairs, values = two_threshold_grid(scores, labels, thresholds, overall=overall, f05u=f05u)
-    best = int(np.argmax(values))
+    # numpy's rounding, as PAN's round() of a numpy float64
+    best = int(np.argmax(np.round(values, 3) if overall == "pan21" else values))
     return float(pairs[best, 0]), float(pairs[best, 1]), float(values[best])

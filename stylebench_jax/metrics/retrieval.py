@@ -55,6 +55,9 @@ def relevant_ranks(scores, relevant, candidate=None) -> np.ndarray:
     scores = np.asarray(scores, dtype=np.float64)
     relevant = np.asarray(relevant, dtype=bool)
     candidate = np.ones_like(relevant) if candidate is None else np.asarray(candidate, dtype=bool)
+    if not np.isfinite(scores[candidate]).all():
+        # a NaN would rank first (nothing scores >= it) and could pass as a hit
+        raise ValueError("scores hold NaN or infinity")
     rel = np.sort(scores[relevant & candidate])[::-1]
     other = np.sort(scores[~relevant & candidate])
     at_least = other.size - np.searchsorted(other, rel, side="left")  # non-relevant with s >= r_k

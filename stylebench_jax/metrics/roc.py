@@ -109,9 +109,10 @@ def eer_from_counts(pos: np.ndarray, neg: np.ndarray) -> float:
     return float(eer_from_curve(fpr, tpr))
 
 
-def auroc_eer(scores: np.ndarray, labels: np.ndarray) -> RocResult:
-    """Exact AUROC and EER of ``scores [M]`` (higher = more likely positive) and ``labels [M]``
-    (bool or 0/1), by sorting: O(M log M) time, O(M) memory."""
+def binary_inputs(scores, labels) -> tuple[np.ndarray, np.ndarray]:
+    """``scores [M]`` as given (an array) and ``labels [M]`` as bool, checked: 1-D of equal length,
+    labels bool or 0/1 (a 2 or a -1 is refused, not read as True), scores finite (a NaN would sort
+    as the lowest score in one metric and the highest in another)."""
     scores = np.asarray(scores)
     labels = np.asarray(labels)
     if scores.ndim != 1 or labels.shape != scores.shape:
@@ -123,6 +124,13 @@ def auroc_eer(scores: np.ndarray, labels: np.ndarray) -> RocResult:
         labels = labels.astype(bool)
     if not np.isfinite(scores).all():
         raise ValueError("scores hold NaN or infinity")
+    return scores, labels
+
+
+def auroc_eer(scores: np.ndarray, labels: np.ndarray) -> RocResult:
+    """Exact AUROC and EER of ``scores [M]`` (higher = more likely positive) and ``labels [M]``
+    (bool or 0/1), by sorting: O(M log M) time, O(M) memory."""
+    scores, labels = binary_inputs(scores, labels)
     order = np.argsort(scores, kind="stable")
     s, y = scores[order], labels[order]
     starts = np.flatnonzero(np.concatenate([[True], s[1:] != s[:-1]]))

@@ -16,7 +16,10 @@
   evaluation code computes (``compute_eer`` in ``eval/metrics.py`` of github.com/mao-code/AURA_Bench,
   commit b73d8de, interpolates the first FPR/FNR crossing) and what STEB computes (steb/metrics.py
   ``calculate_eer``). PAN's verification evaluators compute no EER (they report AUC, c@1, F0.5u, F1
-  and Brier: ``metrics.pan``). The two agree to within one step ``max(1/P_pos, 1/P_neg)``.
+  and Brier: ``metrics.pan``). Without tied scores the two agree to within about one step
+  ``max(1/P_pos, 1/P_neg)``; a group of tied scores is one step of the threshold rule but a sloped
+  segment of the ROC polyline, so with many ties they can differ by much more (e.g. 0.75 vs 0.59
+  with steps of 1/8 on 18 pairs of integer scores).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from stylebench_jax.metrics.classification import _check_binary, equal_error_rate
+from stylebench_jax.metrics.roc import binary_inputs
 
 EER_METHODS = ("threshold", "roc")
 
@@ -55,8 +59,7 @@ def eer_threshold_batch(scores, labels, weights) -> np.ndarray:
     for integer weights, so equal gaps tie exactly and the smallest threshold wins; comparing the
     two divided rates would let rounding pick (``|1/2 - 3/7|`` and ``|1/2 - 4/7|`` differ in the last bit).
     """
-    scores = np.asarray(scores, dtype=np.float64)
-    labels = np.asarray(labels).astype(bool)
+    scores, labels = binary_inputs(np.asarray(scores, dtype=np.float64), labels)
     weights = np.atleast_2d(np.asarray(weights, dtype=np.float64))
     if weights.shape[1] != scores.size or labels.shape != scores.shape:
         raise ValueError(f"weights {weights.shape} do not match {scores.size} scores")

@@ -133,11 +133,14 @@ def all_to_all_from_embeddings(embeddings: np.ndarray, labels: Sequence, *, seed
     codes = _label_codes(labels)
     if embeddings.ndim != 2 or embeddings.shape[0] != codes.size:
         raise ValueError(f"embeddings {embeddings.shape} do not match {codes.size} labels")
+    sizes = np.bincount(codes).astype(np.int64)
+    n_pos = int((sizes * (sizes - 1) // 2).sum())
+    n_neg = codes.size * (codes.size - 1) // 2 - n_pos
+    if n_pos == 0 or n_neg == 0:  # known from the labels: checked before the kernel runs
+        raise TooFewInstances(f"all-to-all pairs: {n_pos} same-label and {n_neg} "
+                              f"different-label pairs; AUROC needs both")
     kwargs = {} if block_size is None else {"block_size": block_size}
     result = all_pairs_auroc_eer(embeddings, codes, mesh=mesh, **kwargs)
-    if result.n_pos == 0 or result.n_neg == 0:
-        raise TooFewInstances(f"all-to-all pairs: {result.n_pos} same-label and {result.n_neg} "
-                         f"different-label pairs; AUROC needs both")
     point = float(result.auroc), float(result.eer)
     vectors = embeddings.astype(np.float64)
 

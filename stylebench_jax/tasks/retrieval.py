@@ -105,6 +105,10 @@ def rank_relevant(score_rows: ScoreRows, query_codes: np.ndarray, target_codes: 
         scores = np.asarray(score_rows(start, stop), dtype=np.float64)
         if scores.shape != (stop - start, n_targets):
             raise ValueError(f"score_rows returned {scores.shape}, expected ({stop - start}, {n_targets})")
+        bad = np.flatnonzero(~np.isfinite(scores).all(axis=1))
+        if bad.size:
+            raise ValueError(f"query {start + bad[0]}: similarity scores hold NaN or infinity (NaN or "
+                             "infinity in the model's outputs?)")
         relevant = query_codes[start:stop, None] == target_codes[None, :]
         candidate = np.ones_like(relevant)
         rows = np.flatnonzero(exclude[start:stop] >= 0)

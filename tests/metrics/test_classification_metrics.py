@@ -7,6 +7,7 @@ from scipy.optimize import brentq
 from sklearn.metrics import roc_auc_score, roc_curve
 
 from stylebench_jax.metrics import accuracy, auroc, auroc_eer_batch, equal_error_rate
+from stylebench_jax.metrics.verification import eer_threshold_batch
 
 
 def steb_eer(labels, scores):
@@ -86,3 +87,17 @@ def test_accuracy():
     assert accuracy([1, 2, 3, 4], [1, 2, 0, 4]) == 0.75
     with pytest.raises(ValueError):
         accuracy([1], [1, 2])
+
+
+def test_nan_scores_and_labels_other_than_0_1_are_refused():
+    # a NaN sorted as the lowest score by one metric and as the highest by another gave AUROC 1.0
+    # and a threshold EER of 0.083 on the same scores
+    scores = np.array([0.9, 0.2, np.nan, 0.8, 0.3, 0.1, 0.7, 0.4, 0.35])
+    labels = np.array([1, 0, 0, 1, 0, 0, 1, 0, 0], bool)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        auroc_eer_batch(scores, labels, np.ones((1, 9)))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        eer_threshold_batch(scores, labels, np.ones((1, 9)))
+    for labels in ([0, 0, 2, 2], [-1, -1, 1, 1], [0, 0, np.nan, 1]):
+        with pytest.raises(ValueError, match="bool or 0/1"):
+            auroc([0.1, 0.2, 0.3, 0.4], labels)

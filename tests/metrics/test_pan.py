@@ -209,6 +209,31 @@ def test_calibration_on_pan_grid_picks_pan_choice():
     np.testing.assert_allclose(values, list(params.values()), rtol=0, atol=1e-12)
 
 
+def test_pan21_calibration_compares_values_rounded_as_pan_returns_them():
+    """PAN 2021/22's ``evaluate_all`` rounds ``overall`` to 3 decimals, so its ``max(params, ...)``
+    keeps the first of pairs that tie after rounding (seed 25: (0.45, 0.65) at 0.81887 before
+    (0.60, 0.65) at 0.81944, both 0.819)."""
+    thresholds = threshold_grid(0.05)
+    for seed in (25, 3, 7):
+        rng = np.random.default_rng(seed)
+        labels = (rng.random(30) < 0.5).astype(np.float64)
+        labels[:2] = (0, 1)
+        scores = np.clip(rng.normal(0.45 + 0.2 * labels, 0.2), 0, 1)
+        params = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for p1, p2 in combinations(thresholds, 2):
+                corrected = np.array(list(pan.correct_scores(scores, p1, p2)))
+                try:
+                    params[(p1, p2)] = pan.evaluate_all(labels, corrected)["overall"]
+                except ValueError:  # every case unanswered: PAN's F1 raises; never the best
+                    params[(p1, p2)] = -1.0
+        best = max(params, key=params.get)
+        p1, p2, value = calibrate_two_thresholds(scores, labels, thresholds, overall="pan21")
+        assert (p1, p2) == (float(best[0]), float(best[1])), seed
+        assert round(value, 3) == params[best]
+
+
 def test_grid_needs_two_classes_and_unit_scores():
     with pytest.raises(ValueError, match="both"):
         two_threshold_grid([0.2, 0.4], [1, 1])

@@ -70,3 +70,11 @@ def test_bad_ranks():
         mean_reciprocal_rank_steb([np.array([], dtype=int)])
     with pytest.raises(ValueError):
         success_at_k([1, 2], 0)
+
+
+def test_nan_scores_are_refused():
+    # nothing scores >= NaN, so a NaN relevant target would rank first
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        relevant_ranks([0.9, 0.8, np.nan, 0.1], [0, 0, 1, 0])
+    # an excluded candidate is not looked at
+    assert relevant_ranks([0.9, np.nan, 0.5], [0, 0, 1], [True, False, True]).tolist() == [2]

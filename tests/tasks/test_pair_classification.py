@@ -143,3 +143,12 @@ def test_similarity_only_limits_and_single_class():
         all_to_all_from_similarity(scorer, texts, [i % 2 for i in range(30)], max_similarity_pairs=100)
     with pytest.raises(ValueError, match="different-label"):
         predefined_pair_scores([0.1, 0.2], [1, 1])
+
+
+def test_all_to_all_without_same_label_pairs_is_a_data_error_before_the_kernel():
+    from stylebench_jax.tasks.base import TooFewInstances
+
+    with pytest.raises(TooFewInstances, match="0 same-label and 6 different-label pairs"):
+        all_to_all_from_embeddings(np.eye(4, dtype=np.float32), list("abcd"), n_boot=10)
+    with pytest.raises(TooFewInstances, match="6 same-label and 0 different-label pairs"):
+        all_to_all_from_embeddings(np.eye(4, dtype=np.float32), list("aaaa"), n_boot=10)
