@@ -44,10 +44,10 @@ DEFAULT_KS = (1, 5, 10)
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
-    ks = tuple(int(k) for k in ks)
-    if not ks or any(k < 1 for k in ks):
-        raise ValueError(f"ks must be a non-empty list of positive integers, got {ks}")
-    return ks
+    if not ks or any(isinstance(k, bool) or int(k) != k or k < 1 for k in ks):
+        # int(2.7) would silently be 2
+        raise ValueError(f"ks must be a non-empty list of positive integers, got {tuple(ks)}")
+    return tuple(int(k) for k in ks)
 
 
 def order_hits(hits, scores) -> np.ndarray:
@@ -74,6 +74,9 @@ def per_query_from_hits(ordered_hits, n_relevant, ks: Sequence[int] = DEFAULT_KS
     (each for all ks), then mrr.
     """
     ks = _check_ks(ks)
+    if mrr_cutoff is not None and (isinstance(mrr_cutoff, bool) or int(mrr_cutoff) != mrr_cutoff
+                                   or mrr_cutoff < 1):
+        raise ValueError(f"mrr_cutoff must be a positive integer or None, got {mrr_cutoff!r}")
     hits = np.asarray(ordered_hits, dtype=bool)
     n_rel = np.asarray(n_relevant, dtype=np.int64)
     if hits.ndim != 2 or n_rel.shape != (hits.shape[0],):

@@ -9,6 +9,7 @@ from sklearn.metrics import ndcg_score
 
 from stylebench_jax import metrics
 from stylebench_jax.metrics import ranking_metrics, ranking_metrics_topk, ranking_per_query, success_at_k
+from stylebench_jax.metrics.ranking import per_query_from_hits
 
 
 def loop_metrics(scores, relevant, ks):
@@ -157,3 +158,12 @@ def test_recall_at_k_is_deprecated_alias_of_success_at_k():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         success_at_k([1], 1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"ks": (2.7,)}, "ks must be"), ({"ks": (0,)}, "ks must be"), ({"ks": ()}, "ks must be"),
+    ({"mrr_cutoff": 0}, "mrr_cutoff must be"), ({"mrr_cutoff": -1}, "mrr_cutoff must be"),
+])
+def test_bad_cutoffs_are_refused_not_rounded(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        per_query_from_hits(np.array([[True, False, False]]), [1], **kwargs)
