@@ -57,7 +57,7 @@ setup(
     description="High-throughput JAX/Flax toolkit for measuring and training style text embeddings",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
-    python_requires=">=3.10",
+    python_requires=">=3.11",  # jax, flax, orbax and numpy as pinned need 3.11
     # configs/suites ships inside the package too, so `stylebench eval --suite quick` works from a
     # wheel as well as from a checkout (data/suites.py looks in the checkout first).
     packages=[*find_packages(include=["stylebench_jax", "stylebench_jax.*"]),

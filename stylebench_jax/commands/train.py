@@ -20,7 +20,8 @@ stylebench_jax/training/config.py before any work; key=value arguments override 
 RUN receives config.json, metrics.jsonl (one line per logging step and per evaluation),
 checkpoints/ and best/ (orbax), export/ (a model directory: stylebench eval --models RUN/export)
 and summary.json. Re-running the same command on RUN resumes from its latest checkpoint;
-SIGTERM or Ctrl-C saves a checkpoint and stops cleanly.
+SIGTERM or Ctrl-C saves a checkpoint and stops cleanly. trainer.batch_size is the global batch (all
+devices, all processes; each device holds batch_size / devices pairs).
 """
 
 EPILOG = """\

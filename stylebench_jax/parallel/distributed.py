@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -99,15 +100,14 @@ def maybe_initialize() -> bool:
         os.environ["XLA_FLAGS"] = f"{flags} {flag}".strip()
     kwargs: dict[str, Any] = dict(initialization_timeout=timeouts.init,
                                   heartbeat_timeout_seconds=timeouts.heartbeat)
-    if os.environ.get("JAX_COORDINATOR_ADDRESS") and os.environ.get("JAX_NUM_PROCESSES"):
-        kwargs.update(coordinator_address=os.environ["JAX_COORDINATOR_ADDRESS"],
-                      num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
-                      process_id=int(os.environ["JAX_PROCESS_ID"]))
+    kwargs.update(explicit_coordinator())
     if os.environ.get("STYLEBENCH_LOCAL_DEVICE_IDS"):  # e.g. one process driving every GPU of a SLURM node
         kwargs["local_device_ids"] = parse_device_ids(os.environ["STYLEBENCH_LOCAL_DEVICE_IDS"])
     address = kwargs.get("coordinator_address")
     if address and kwargs.get("process_id") == 0:
         check_port_free(address)
+    elif address:
+        wait_for_coordinator(address, kwargs["process_id"], timeouts.init)
     try:
         jax.distributed.initialize(**kwargs)
     except Exception as error:  # JaxRuntimeError: the coordinator could not start or be reached
@@ -119,12 +119,67 @@ def maybe_initialize() -> bool:
     return True
 
 
+def explicit_coordinator(environ=os.environ) -> dict[str, Any]:
+    """``coordinator_address``, ``num_processes`` and ``process_id`` for ``jax.distributed.initialize``
+    from ``JAX_COORDINATOR_ADDRESS`` / ``JAX_NUM_PROCESSES`` / ``JAX_PROCESS_ID``, checked (one line
+    naming the variable, not a ``KeyError`` traceback); ``{}`` when the first two are not both set
+    (JAX then reads the TPU metadata or SLURM's variables)."""
+    address, count = environ.get("JAX_COORDINATOR_ADDRESS"), environ.get("JAX_NUM_PROCESSES")
+    if not (address and count):
+        return {}
+    if not environ.get("JAX_PROCESS_ID"):
+        raise UserInputError("$JAX_PROCESS_ID: not set, though $JAX_COORDINATOR_ADDRESS and "
+                             "$JAX_NUM_PROCESSES are; set it to this process's index (0 for the "
+                             "coordinator's host)")
+    values = {}
+    for name, text in (("JAX_NUM_PROCESSES", count), ("JAX_PROCESS_ID", environ["JAX_PROCESS_ID"])):
+        try:
+            values[name] = int(text)
+        except ValueError:
+            raise UserInputError(f"${name}: expected a whole number, found {text!r}") from None
+    if values["JAX_NUM_PROCESSES"] < 1 or not 0 <= values["JAX_PROCESS_ID"] < values["JAX_NUM_PROCESSES"]:
+        raise UserInputError(f"$JAX_PROCESS_ID {values['JAX_PROCESS_ID']}: expected 0 .. "
+                             f"{values['JAX_NUM_PROCESSES'] - 1} ($JAX_NUM_PROCESSES is "
+                             f"{values['JAX_NUM_PROCESSES']})")
+    return {"coordinator_address": address, "num_processes": values["JAX_NUM_PROCESSES"],
+            "process_id": values["JAX_PROCESS_ID"]}
+
+
+def wait_for_coordinator(address: str, process_id: int, timeout: float) -> None:
+    """Return once ``address`` (``host:port``) accepts a TCP connection; ``UserInputError`` naming the
+    address when its host does not resolve, or nothing answers within ``timeout`` seconds. Why: JAX
+    aborts the process in C++ when it cannot reach the coordinator ("DEADLINE_EXCEEDED", naming no
+    address), which reads like a lost peer; process 0 may start later than this one, so it is
+    polled rather than tried once."""
+    import time
+
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise UserInputError(f"$JAX_COORDINATOR_ADDRESS {address}: expected host:port")
+    host = host.strip("[]")  # an IPv6 literal
+    try:
+        socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise UserInputError(f"$JAX_COORDINATOR_ADDRESS {address}: host {host!r} does not resolve on this "
+                             f"machine ({error.strerror})") from None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=min(5.0, timeout)):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                raise UserInputError(
+                    f"$JAX_COORDINATOR_ADDRESS {address}: process {process_id} found nothing listening there "
+                    f"for {timeout:g} s ({error.strerror or error}); is process 0 running on that host, and "
+                    "is the port open between the hosts?") from None
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+
+
 def check_port_free(address: str) -> None:
     """``UserInputError`` when the coordinator's port (``host:port``) is taken on this machine, before
     process 0 starts the coordinator there (JAX would fail with "Failed to start RPC server" naming no
     port, or crash, and the other processes would wait for it until their start-up timeout)."""
-    import socket
-
     port = address.rpartition(":")[2]
     if not port.isdigit():
         raise UserInputError(f"$JAX_COORDINATOR_ADDRESS {address}: expected host:port")
@@ -254,6 +309,24 @@ def broadcast_from_primary(value_or_fn: Any) -> Any:
     if kind == "error":
         raise value
     return value
+
+
+def check_processes_agree(what: str, digest: str) -> None:
+    """``UserInputError`` on every process unless all computed the same ``digest`` of ``what``.
+
+    Every process reads its own copy of configs and data and computes the same host-side results
+    (module docstring); a host whose copy differs (an older pairs folder, another data root) would
+    otherwise train on a silent mix of the hosts' views: its slice of each global batch taken from
+    other rows, or token ids gathered next to other texts. One small collective; every process
+    sees the same list, so all stop together instead of one waiting for the others."""
+    if process_count() == 1:
+        return
+    digests = allgather_objects(digest)
+    differ = [i for i, d in enumerate(digests) if d != digests[0]]
+    if differ:
+        raise UserInputError(f"{what}: process {differ[0]} of {len(digests)} read something different from "
+                             "process 0; every process must read the same files (a shared file system, "
+                             "or identical copies on every host)")
 
 
 def map_shards(fn: Callable[[Sequence[Any]], list[T]], items: Sequence[Any]) -> list[T]:
@@ -445,7 +518,10 @@ def guard_output(log_dir: str | os.PathLike | None = None) -> Path | None:
         return None
     if _GUARD_LOG is not None:
         return _GUARD_LOG
-    index = os.environ.get("JAX_PROCESS_ID") or os.environ.get("SLURM_PROCID") or str(os.getpid())
+    # before JAX starts the index is known only from the launcher; on a TPU pod (JAX reads it from the
+    # metadata later) the host name, which ends in the worker number (...-w-2), and the pid name it
+    index = (os.environ.get("JAX_PROCESS_ID") or os.environ.get("SLURM_PROCID")
+             or f"{socket.gethostname()}-{os.getpid()}")
     directory = Path(log_dir or os.environ.get("STYLEBENCH_LOG_DIR") or os.environ.get("TMPDIR", "/tmp"))
     directory.mkdir(parents=True, exist_ok=True)
     log_path = directory / f"stylebench-process-{index}.log"

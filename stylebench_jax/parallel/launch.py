@@ -56,7 +56,8 @@ class SlurmConfig:
     partition: str | None = None
     account: str | None = None
     job_name: str = "stylebench"
-    port: int = dataclasses.field(default=12355, metadata={"minimum": 1024, "maximum": 65535})
+    # the coordinator's port; None: slurm.sbatch's default, 12355 + SLURM_JOB_ID mod 10000
+    port: int | None = dataclasses.field(default=None, metadata={"minimum": 1024, "maximum": 65535})
 
     def __post_init__(self):
         if not _SLURM_TIME.match(self.time):
@@ -133,7 +134,8 @@ def launcher_argv(profile: LaunchProfile, action: str, launch_dir: Path, *,
                   f"--ntasks-per-node={s.tasks_per_node}", f"--gpus-per-node={s.gpus_per_node}",
                   f"--time={s.time}", *([f"--partition={s.partition}"] if s.partition else []),
                   *([f"--account={s.account}"] if s.account else [])]
-        return [*sbatch, str(launch_dir / "slurm.sbatch"), "--port", str(s.port), *command]
+        port = ["--port", str(s.port)] if s.port is not None else []
+        return [*sbatch, str(launch_dir / "slurm.sbatch"), *port, *command]
     c = profile.cpu
     return ["bash", str(launch_dir / "multiprocess_cpu.sh"), *dry, "--devices", str(c.devices_per_process),
             str(c.processes), "stylebench", *command]

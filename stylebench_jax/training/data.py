@@ -22,6 +22,7 @@ teacher's logits when distilling); ``valid`` marks real rows (evaluation pads th
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -31,7 +32,12 @@ from stylebench_jax.encoders.batching import pad_batch
 from stylebench_jax.encoders.tokenizer import TextTokenizer
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.metrics.labels import encode_labels
-from stylebench_jax.parallel.distributed import allgather_rows, process_count, process_span
+from stylebench_jax.parallel.distributed import (
+    allgather_rows,
+    check_processes_agree,
+    process_count,
+    process_span,
+)
 from stylebench_jax.training.config import DataConfig
 from stylebench_jax.training.features import feature_stats, standardize, style_features
 
@@ -85,10 +91,23 @@ class PairSet:
         return out
 
 
+def table_digest(texts: Sequence[str], groups: np.ndarray, topics: np.ndarray) -> str:
+    """SHA-256 of ``texts`` in order (length-prefixed UTF-8) and their group and topic codes."""
+    digest = hashlib.sha256()
+    for text in texts:
+        data = text.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little") + data)
+    for codes in (groups, topics):
+        digest.update(np.ascontiguousarray(codes, np.int64).tobytes())
+    return digest.hexdigest()
+
+
 def tokenize_table(texts: Sequence[str], groups: np.ndarray, topics: np.ndarray, tokenizer: TextTokenizer,
                    max_length: int, stats: tuple[np.ndarray, np.ndarray] | None = None) -> TextTable:
     """Token ids cut at ``max_length`` (special tokens included), padded to ``max_length``. With
     several processes each tokenises its share of ``texts`` and the shares are gathered."""
+    if process_count() > 1:  # each process tokenises a share, assuming all hold the same texts
+        check_processes_agree("the training texts", table_digest(texts, groups, topics))
     budget = max_length - tokenizer.n_special
     lo, hi = process_span(len(texts))
     mine = list(texts[lo:hi])

@@ -22,6 +22,7 @@ def base_dir(config: TrainConfig) -> Path:
 def train(config: TrainConfig, run_dir: str | Path, *, mesh: Mesh, hooks: Sequence[Hook] = (),
           progress: bool = True) -> TrainResult:
     base = read_encoder_dir(base_dir(config))
+    _check_processes_agree(config)
     data = load_training_data(config.data, base.tokenizer, config.model.max_length, config.seed,
                               config.trainer.batch_size)
     test_columns = held_out_columns(config) if data.source == "pairs" else None  # checked before training
@@ -37,6 +38,21 @@ def train(config: TrainConfig, run_dir: str | Path, *, mesh: Mesh, hooks: Sequen
     if result.export_dir is not None and test_columns is not None:
         held_out_evaluation(config, base, data, trainer, result, mesh, test_columns)
     return result
+
+
+def _check_processes_agree(config: TrainConfig) -> None:
+    """With several processes: every process has the same resolved config and the same base model
+    files (the training texts are compared where they are tokenised, ``training.data``)."""
+    from stylebench_jax.encoders.checkpoint import weights_digest
+    from stylebench_jax.parallel.distributed import check_processes_agree, process_count
+
+    if process_count() == 1:
+        return
+    check_processes_agree("the training config (file and overrides)", repr(config))
+    folder = base_dir(config)
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    listing = repr([str(p.relative_to(folder)) for p in files])
+    check_processes_agree(f"model.base {folder}", listing + weights_digest(files))
 
 
 def held_out_columns(config: TrainConfig) -> dict[str, list] | None:

