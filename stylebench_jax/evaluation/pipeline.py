@@ -12,6 +12,7 @@ Order of work (every user error is raised before any long computation):
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import platform
 import time
@@ -25,12 +26,12 @@ from stylebench_jax import __version__
 from stylebench_jax.cache import EmbeddingCache
 from stylebench_jax.errors import InvalidOption, UserInputError
 from stylebench_jax.evaluation.aggregate import aggregate_scores, score_tables, scores_json
-from stylebench_jax.evaluation.cells import code_digest, numeric_versions
+from stylebench_jax.evaluation.cells import code_digest, numeric_versions, payload_digest
 from stylebench_jax.evaluation.results import result_rows, skipped_rows, write_result_files
 from stylebench_jax.evaluation.runner import CellsOutcome, EvalSettings, ModelEntry, run_cells
 from stylebench_jax.fileio import write_text_atomic
 from stylebench_jax.parallel import resolve_mesh
-from stylebench_jax.parallel.distributed import is_primary
+from stylebench_jax.parallel.distributed import check_processes_agree, is_primary, process_count
 from stylebench_jax.progress import progress_bar
 from stylebench_jax.report import run_description, write_report
 from stylebench_jax.tasks.base import TaskContext
@@ -136,6 +137,12 @@ def _load_units(suite, datasets: list[tuple[str, str]], data_root: Path, seed: i
             check_unit(unit)  # a loader that hands a task the wrong payload is a bug: fail before any work
         units += loaded
         seconds[name] = round(time.perf_counter() - start, 3)
+    if process_count() > 1:  # each process loads from its own disk and embeds a share of the same texts
+        digest = hashlib.sha256()
+        for unit in units:
+            digest.update(f"{unit.key}\0{payload_digest(unit.payload)}\0".encode())
+        check_processes_agree("the evaluation data (--data-root, $STYLEBENCH_DATA, --built)",
+                              digest.hexdigest())
     return units, seconds
 
 

@@ -7,7 +7,8 @@ the one place that knows gcloud, sbatch and the JAX environment variables::
 
     target: slurm                    # tpu_pod | slurm | cpu
     command: [train, configs/train/minilm_writing7.yaml, --output, runs/train/minilm]
-    slurm: {nodes: 2, gpus_per_node: 8, processes: per_node, time: "04:00:00", partition: gpu}
+    slurm: {nodes: 2, gpus_per_node: 8, processes: per_node, time: "04:00:00", partition: gpu,
+            exclusive: true}
 
 - ``tpu_pod``: ``launch/tpu_pod.sh ACTION NAME ZONE ...`` with ACTION one of ``create`` (the slice of
   ``tpu_pod.accelerator``), ``copy``, ``install``, ``run`` (``command`` on every worker), ``fetch``
@@ -35,6 +36,7 @@ TPU_ACTIONS = ("create", "copy", "install", "run", "fetch", "delete")
 ACTIONS = {"tpu_pod": TPU_ACTIONS, "slurm": ("submit",), "cpu": ("run",)}
 _pos = {"minimum": 1}
 _name = {"non_empty": True}
+_SLURM_MEM = re.compile(r"^\d+[KMGT]?$")  # sbatch --mem: megabytes, or with a unit
 _SLURM_TIME = re.compile(r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$")  # sbatch --time: [D-]HH[:MM[:SS]] or MM
 
 
@@ -56,10 +58,19 @@ class SlurmConfig:
     partition: str | None = None
     account: str | None = None
     job_name: str = "stylebench"
+    # each task's CPU cores and each node's memory (sbatch --cpus-per-task, --mem, e.g. "480G"; None:
+    # the cluster's defaults, often one core per task, too few to tokenise and compile for 8 GPUs);
+    # exclusive: the whole nodes (sbatch --exclusive)
+    cpus_per_task: int | None = dataclasses.field(default=None, metadata=_pos)
+    mem: str | None = None
+    exclusive: bool = False
     # the coordinator's port; None: slurm.sbatch's default, 12355 + SLURM_JOB_ID mod 10000
     port: int | None = dataclasses.field(default=None, metadata={"minimum": 1024, "maximum": 65535})
 
     def __post_init__(self):
+        if self.mem is not None and not _SLURM_MEM.match(self.mem):
+            raise InvalidField("mem", f"expected sbatch's --mem size, a number with an optional K, M, G or T "
+                                      f"(e.g. '480G'), found {self.mem!r}")
         if not _SLURM_TIME.match(self.time):
             raise InvalidField("time", f"expected sbatch's [D-]HH:MM:SS (e.g. '04:00:00'), "
                                        f"found {self.time!r}")
@@ -133,7 +144,9 @@ def launcher_argv(profile: LaunchProfile, action: str, launch_dir: Path, *,
         sbatch = ["sbatch", f"--job-name={s.job_name}", f"--nodes={s.nodes}",
                   f"--ntasks-per-node={s.tasks_per_node}", f"--gpus-per-node={s.gpus_per_node}",
                   f"--time={s.time}", *([f"--partition={s.partition}"] if s.partition else []),
-                  *([f"--account={s.account}"] if s.account else [])]
+                  *([f"--account={s.account}"] if s.account else []),
+                  *([f"--cpus-per-task={s.cpus_per_task}"] if s.cpus_per_task else []),
+                  *([f"--mem={s.mem}"] if s.mem else []), *(["--exclusive"] if s.exclusive else [])]
         port = ["--port", str(s.port)] if s.port is not None else []
         return [*sbatch, str(launch_dir / "slurm.sbatch"), *port, *command]
     c = profile.cpu

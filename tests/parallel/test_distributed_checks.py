@@ -2,6 +2,7 @@
 coordinator nobody answers at, and processes that read different configs or data (which stop with
 one error instead of training on a mix; the collective is replaced by a fake gather)."""
 
+import os
 import socket
 import time
 
@@ -76,3 +77,18 @@ def test_a_coordinator_nobody_answers_at_is_named():
         distributed.wait_for_coordinator("no-such-host.invalid:1234", 1, timeout=1)
     with pytest.raises(UserInputError, match="expected host:port"):
         distributed.wait_for_coordinator("node07", 1, timeout=1)
+
+
+def test_eval_refuses_data_another_process_loaded_differently(monkeypatch):
+    from stylebench_jax.data.suites import load_suite
+    from stylebench_jax.evaluation import pipeline
+
+    shared = os.environ.get("STYLEBENCH_SHARED", "../shared")
+    suite = load_suite("stel")
+    fake_processes(monkeypatch, lambda mine: mine)
+    monkeypatch.setattr(pipeline, "process_count", lambda: 2)
+    units, _ = pipeline._load_units(suite, [("stel", "full")], f"{shared}/data", 0, False)
+    assert units
+    fake_processes(monkeypatch, lambda mine: mine[::-1])
+    with pytest.raises(UserInputError, match=r"the evaluation data \(--data-root.*process 1 of 2"):
+        pipeline._load_units(suite, [("stel", "full")], f"{shared}/data", 0, False)

@@ -186,12 +186,15 @@ def test_slurm_profile_prints_the_sbatch_line_with_overrides():
                       "slurm.partition=gpu", "slurm.nodes=4")
     assert done.returncode == 0, done.stderr
     words = shlex.split(done.stdout)
-    assert words[:8] == ["sbatch", "--job-name=stylebench-full", "--nodes=4", "--ntasks-per-node=8",
-                         "--gpus-per-node=8", "--time=04:00:00", "--partition=gpu",
+    assert words[:9] == ["sbatch", "--job-name=stylebench-full", "--nodes=4", "--ntasks-per-node=8",
+                         "--gpus-per-node=8", "--time=04:00:00", "--partition=gpu", "--exclusive",
                          str(LAUNCH / "slurm.sbatch")]
-    assert words[8:] == ["eval", "--suite", "full", "--models",  # the port: per job, by slurm.sbatch
+    assert words[9:] == ["eval", "--suite", "full", "--models",  # the port: per job, by slurm.sbatch
                          "minilm,baseline:char3gram,baseline:tfidf", "--output", "runs/full"]
-    done = stylebench("launch", str(PROFILES / "slurm_2x8_h100.yaml"), "--dry-run", "slurm.port=23456")
+    done = stylebench("launch", str(PROFILES / "slurm_2x8_h100.yaml"), "--dry-run", "slurm.port=23456",
+                      "slurm.exclusive=false", "slurm.cpus_per_task=32", "slurm.mem=480G")
+    assert "--cpus-per-task=32" in done.stdout and "--mem=480G" in done.stdout
+    assert "--exclusive" not in done.stdout
     words = shlex.split(done.stdout)
     script = words.index(str(LAUNCH / "slurm.sbatch"))
     assert words[script + 1:script + 3] == ["--port", "23456"]
