@@ -18,12 +18,14 @@
 #   --dry-run  print the commands instead of running them (nothing is created, copied or run)
 #   --project  gcloud project (default: gcloud's configured one)
 # Example: launch/tpu_pod.sh run my-v4-32 us-central2-b eval --models minilm --suite full --output runs/full
-# Resume: run the same `run` again; finished cells and the last training checkpoint are kept in the output.
+# Resume: run the same `run` again; finished cells and the last training checkpoint are kept in the output
+# (`run` stays attached over ssh: a dropped connection ends the processes, so long runs lose the steps
+# since their last checkpoint; trainer.checkpoint_every bounds that).
 set -euo pipefail
 
 dry_run=0
 project=()
-usage() { sed -n '6,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
