@@ -52,9 +52,13 @@ class NpyRows:
 
     @classmethod
     def from_memmap(cls, array: np.memmap) -> NpyRows | None:
-        """Rows of a whole-file ``np.memmap`` (as made by ``np.load(mmap_mode="r")``), else None."""
+        """Rows of a whole-file ``np.memmap`` (as made by ``np.load(mmap_mode="r")``), read from its
+        file, else None. Not for copy-on-write maps (``mmap_mode="c"``): their changed pages are
+        private to the mapping, so the file would give the rows as they were before (shared maps,
+        ``"r+"``/``"w+"``, write through the page cache, which reads see). The file must not be
+        replaced while the search runs."""
         if (isinstance(array, np.memmap) and isinstance(array.base, mmap.mmap) and array.ndim == 2
-                and array.flags.c_contiguous and array.filename):
+                and array.flags.c_contiguous and array.filename and getattr(array, "mode", "r") != "c"):
             return cls(array.filename, offset=array.offset, shape=array.shape, dtype=array.dtype)
         return None
 
@@ -114,15 +118,18 @@ def _as_float32(rows: np.ndarray) -> np.ndarray:
     return converted
 
 
-def read_npy_header(path: Path) -> tuple[int, tuple[int, int], np.dtype]:
-    """``(data offset in bytes, shape, dtype)`` of a 2-D float ``.npy``; UserInputError otherwise."""
+def read_npy_header(path: Path, *, fortran_ok: bool = False) -> tuple[int, tuple[int, int], np.dtype]:
+    """``(data offset in bytes, shape, dtype)`` of a 2-D float ``.npy`` (format 1.0, 2.0 or 3.0),
+    C-ordered unless ``fortran_ok`` (for files loaded whole); UserInputError otherwise."""
     if not path.is_file():
         raise located(path, "no such file")
     try:
         with open(path, "rb") as handle:
             version = np.lib.format.read_magic(handle)
+            # 3.0 differs from 2.0 only in a UTF-8 header, which a float array's ASCII header is
             reader = {(1, 0): np.lib.format.read_array_header_1_0,
-                      (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+                      (2, 0): np.lib.format.read_array_header_2_0,
+                      (3, 0): np.lib.format.read_array_header_2_0}.get(version)
             if reader is None:
                 raise ValueError(f"unsupported .npy version {version}")
             shape, fortran_order, dtype = reader(handle)
@@ -133,7 +140,7 @@ def read_npy_header(path: Path) -> tuple[int, tuple[int, int], np.dtype]:
         raise located(path, f"expected a 2-D array [N, D], found shape {tuple(shape)}")
     if dtype.kind != "f":
         raise located(path, f"expected floating-point embeddings, found dtype {dtype}")
-    if fortran_order and shape[0] > 1 and shape[1] > 1:
+    if fortran_order and shape[0] > 1 and shape[1] > 1 and not fortran_ok:
         raise located(path, "expected a C-ordered array (rows contiguous), found Fortran order")
     expected = offset + shape[0] * shape[1] * dtype.itemsize
     if path.stat().st_size < expected:

@@ -454,12 +454,12 @@ def plan_spans(n: int, n_data: int, block: int, chunk_rows: int, array=None) -> 
     """The device calls covering rows ``[0, n)`` in order.
 
     ``array`` given and usable in place (:func:`npy_rows.in_place_ok`): calls of views (no copy) of
-    ``w = min(IN_PLACE_BLOCKS, whole slabs)`` blocks per device, then the whole slabs left over
-    (fewer than ``w``) in one shifted call of the same shape (:class:`Span` ``skip``), so a pool
-    of any size takes one program and few calls. When the data is not 64-byte aligned the first
-    row's view would start before the array: the first ``h`` rows (1 for D >= 16) go first in a
-    small copied call of their own. A segment that would end past the array (its slack) is not
-    viewed: those slabs are copied one per call. Otherwise (files, other arrays) copies in chunks
+    ``w = min(IN_PLACE_BLOCKS, whole slabs)`` blocks per device, then the whole slabs left over (fewer than
+    ``w``) in one shifted call of the same shape (:class:`Span` ``skip``), so a pool of any size takes
+    one program and few calls. When the data is not 64-byte aligned the first row's view would start
+    before the array: the first ``h`` rows (1 for D >= 16, at most 16) go first in copied calls of their
+    own (more than one when ``h`` exceeds a slab). A segment that would end past the array (its slack)
+    is not viewed: those slabs are copied one per call. Otherwise (files, other arrays) copies in chunks
     of ``chunk_rows`` (rounded to slabs). The last partial slab gets a block of its own size
     (:func:`tail_block`), so at most ``n_data * 16 - 1`` padding rows are scanned.
     """
@@ -476,7 +476,12 @@ def plan_spans(n: int, n_data: int, block: int, chunk_rows: int, array=None) -> 
         # a segment reaches 16 elements past its rows: leave at least the last row out of the width
         width = min(IN_PLACE_BLOCKS, max(0, n - head - 1) // slab)
         if width and head:
-            spans.append(copied(0, head))
+            # the head can be longer than a slab (small blocks, D < 16): whole slabs, then the rest
+            while at + slab <= head:
+                spans.append(Span(at, at + slab, block, block, False))
+                at += slab
+            if at < head:
+                spans.append(copied(at, head))
             at = head
 
         def fits(span: Span) -> bool:

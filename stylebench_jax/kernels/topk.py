@@ -396,8 +396,14 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     Raises ValueError on bad shapes/labels, :class:`NonFiniteRowError` on NaN/inf candidates.
     """
     _check_precision(precision)
-    if k < 1:
-        raise ValueError(f"k: expected >= 1, found {k}")
+    for name, value in (("k", k), ("block_size", block_size), ("query_batch", query_batch),
+                        ("chunk_rows", chunk_rows)):
+        if isinstance(value, bool) or int(value) != value or value < 1:
+            raise ValueError(f"{name}: expected a whole number >= 1, found {value!r}")
+    if shortlist is not None and (int(shortlist) != shortlist or shortlist < k):
+        raise ValueError(f"shortlist: expected a whole number >= k ({k}), found {shortlist!r}")
+    if isinstance(candidates, (list, tuple)):
+        candidates = np.asarray(candidates)
     q = _check_queries(queries, normalize)
     plan = _plan(candidates, mesh, candidate_groups, block_size, chunk_rows)
     if q.shape[1] != plan.dim:

@@ -58,6 +58,14 @@ def test_hits_equal_brute_force(pool, extra):
     assert hits[7 % len(hits)]["indices"]  # every line has hits
 
 
+def test_fortran_ordered_queries_are_read(pool):
+    tmp, q, c = pool
+    np.save(tmp / "qf.npy", np.asfortranarray(q))
+    assert run_cli("--queries", tmp / "qf.npy", "--candidates", tmp / "c.npy", "--k", 3, "--output",
+                   tmp / "f.jsonl") == 0
+    assert [h["indices"] for h in read_hits(tmp / "f.jsonl")] == brute_force(q, c, 3)[0]
+
+
 def test_exclude_self_and_groups(pool):
     tmp, q, c = pool
     out = tmp / "hits.jsonl"

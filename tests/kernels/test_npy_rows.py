@@ -112,3 +112,11 @@ def test_flat_views_are_aligned_zero_copy_views(tmp_path, shift):
         np.testing.assert_array_equal(copied[1, :14].reshape(2, 7), x[38:40])
         assert not copied[1, 14:].any()
     assert not in_place_ok(x[:, ::2]) and not in_place_ok(x.astype(np.float64))
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+def test_every_npy_format_version_is_read(tmp_path, version):
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with open(tmp_path / "x.npy", "wb") as handle:
+        np.lib.format.write_array(handle, x, version=version)
+    np.testing.assert_array_equal(NpyRows(tmp_path / "x.npy").read(0, 4), x)

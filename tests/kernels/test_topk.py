@@ -12,6 +12,7 @@ from stylebench_jax.kernels import topk as topk_module
 from stylebench_jax.kernels.blockwise import block_shortlist, merge_running, pick_group_size
 from stylebench_jax.kernels.npy_rows import aligned_empty
 from stylebench_jax.kernels.scan import Span, plan_spans
+from stylebench_jax.parallel import make_mesh
 
 
 @pytest.mark.parametrize("n", [1, 5, 8, 9, 37])
@@ -97,6 +98,26 @@ def test_plan_spans_in_place_copies_and_tail(monkeypatch):
     assert [(s[0], s[2]) for s in plan(301, None)] == [(0, 32), (64, 32), (128, 32), (192, 32),
                                                        (256, 8), (272, 8), (288, 8)]
     assert plan_spans(5, 8, 8, 64, aligned)[0] == Span(0, 5, 8, 8, False)  # smaller than one slab
+    # a head longer than a slab (D = 1, 16 bytes past a boundary: 12 rows; one device, 8-row blocks)
+    # is copied slab by slab; it was one call of 8 rows, and rows 8-11 were never scanned
+    tiny = misaligned(np.zeros((60, 1), np.float32), 16)
+    spans = plan(60, tiny, n_data=1)
+    assert spans[:2] == [(0, 8, 8, 8, False, 0), (8, 12, 8, 8, False, 0)] and spans[2][0] == 12
+    for n_data, block in ((1, 8), (2, 4), (1, 1), (2, 8)):
+        covered = np.zeros(60, int)
+        for s in plan_spans(60, n_data, block, 64, tiny):
+            for first in s.segment_starts(n_data):  # rows of each device's segment (skip: seen before)
+                rows = np.arange(first, first + s.segment_rows)
+                covered[rows[(rows >= s.start) & (rows < s.stop)]] += 1
+        assert covered.tolist() == [1] * 60, (n_data, block)
+
+
+@pytest.mark.parametrize("kernel", ["auto", "xla"])
+def test_every_row_of_a_long_misaligned_head_is_scanned(kernel):
+    c = misaligned(np.arange(1, 61, dtype=np.float32)[:, None], 16)  # D = 1: a 12-row head
+    mesh = make_mesh("data=1", jax.devices()[:1])
+    result = topk_cosine(np.ones((1, 1), np.float32), c, 60, mesh=mesh, block_size=8, kernel=kernel)
+    assert sorted(result.indices[0].tolist()) == list(range(60))
 
 
 # float32 in both scans: the C++ one (the CPU default) and XLA's (accelerators, CPUs without a compiler)
@@ -165,6 +186,10 @@ def test_npy_path_and_memmap(tmp_path, mesh):
         from_mmap = topk_cosine(q, np.load(path, mmap_mode="r"), 9, mesh=mesh, block_size=8, chunk_rows=40)
     assert_topk_equal(from_path, q, c, 9)
     np.testing.assert_array_equal(from_mmap.indices, from_path.indices)
+    # a copy-on-write map changed in memory is searched as it is, not as its file holds it
+    private = np.load(path, mmap_mode="c")
+    private[:] = private[::-1]
+    assert_topk_equal(topk_cosine(q, private, 9, mesh=mesh, block_size=8), q, c[::-1].copy(), 9)
 
 
 def test_float64_npy_is_read_as_float32(tmp_path):
@@ -355,6 +380,16 @@ def test_bad_arguments_raise():
         topk_cosine(c, c, 1, precision="float16")
     with pytest.raises(ValueError, match="chunk_rows"):
         shard_pool(c, chunk_rows=0)
+    # each of these returned nothing, divided by zero, hung (a negative block stepped backwards) or
+    # indexed past a shortlist shorter than k
+    for kwargs in ({"query_batch": -1}, {"query_batch": 0}, {"block_size": 0}, {"block_size": -8},
+                   {"block_size": 2.5}, {"chunk_rows": 0}):
+        with pytest.raises(ValueError, match=f"{next(iter(kwargs))}: expected a whole number >= 1"):
+            topk_cosine(c, c, 1, **kwargs)
+    with pytest.raises(ValueError, match=r"shortlist: expected a whole number >= k \(3\)"):
+        topk_cosine(c, c, 3, precision="bfloat16", shortlist=2)
+    # a list of rows is a pool like an array
+    assert topk_cosine(c[:1], c.tolist(), 2).indices.tolist() == [[0, 1]]
 
 
 @pytest.mark.parametrize("group_size", [1, 8, 16])
