@@ -31,6 +31,7 @@ from stylebench_jax.report.tables import (
     column_n,
     format_pair,
     format_value,
+    glossary_lines,
     group_skipped,
     has_interval,
     protocol_note,
@@ -229,6 +230,9 @@ def render_html(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]
     links += ([("skipped", "Not applicable")] if skipped else []) + [("all", "All metrics")]
     body.append("<nav>" + " · ".join(f'<a href="#{a}">{_e(text)}</a>' for a, text in links) + "</nav>")
     body.append(f'<p class="note">{_e(CELLS_NOTE)} Bold cells are green.</p>')
+    glossary = glossary_lines(rows)
+    if glossary:
+        body.append(_details(f"What the metrics measure ({len(glossary)})", glossary))
     if scores:
         body += ['<h2 id="scores">Aggregate scores</h2>', f'<p class="note">{_e(SCORES_NOTE)}</p>']
         body += [_score_html(score) for score in scores]

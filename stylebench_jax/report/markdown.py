@@ -22,6 +22,7 @@ from stylebench_jax.report.tables import (
     format_cell,
     format_pair,
     format_value,
+    glossary_lines,
     group_skipped,
     protocol_note,
     report_tables,
@@ -120,6 +121,9 @@ def render_leaderboard(rows: Sequence[dict[str, Any]], skipped: Sequence[dict[st
     for line in [*description, protocol_note(rows)]:
         parts += [markdown_text(line), ""] if line else []
     parts += [CELLS_NOTE, ""]
+    glossary = glossary_lines(rows)
+    if glossary:
+        parts += _details_markdown(f"What the metrics measure ({len(glossary)})", glossary) + [""]
     if scores:
         parts += ["## Aggregate scores", "", SCORES_NOTE, ""]
         for score in scores:

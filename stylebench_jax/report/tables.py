@@ -46,6 +46,11 @@ BREAKDOWNS_INTRO = ("The same metrics per stratum (language, genre with blog and
                     "macro-averaged over subgenres, length bucket, topic-selected pool); n = queries.")
 
 
+def glossary_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """``"name: definition"`` for each metric family of ``rows`` (``registry.metric_glossary``)."""
+    return [f"{name}: {text}" for name, text in registry.metric_glossary({r["metric"] for r in rows})]
+
+
 def ordered_tasks(tasks: Iterable[str]) -> list[str]:
     """Known tasks in protocol order, unknown ones after them alphabetically."""
     tasks = set(tasks)

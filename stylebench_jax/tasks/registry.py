@@ -154,6 +154,58 @@ TASKS: dict[str, TaskSpec] = {row.name: row for row in _ROWS}
 LOWER_IS_BETTER = frozenset(metric for row in _ROWS for metric in row.lower_is_better)
 
 
+# One line per metric family a report can show (``metric_glossary`` strips ``@K``, ``/feature``,
+# ``|stratum`` and ``_steb``); what each measures, chance where it is fixed, and its direction.
+METRICS = {
+    "v_measure": "V-measure of k-means clusters against the labels (harmonic mean of homogeneity and "
+                 "completeness): 0 = unrelated, 1 = the labels exactly; higher is better.",
+    "ami": "adjusted mutual information of the same clusters: 0 = chance, 1 = the labels exactly; higher is "
+           "better.",
+    "auroc": "ROC-AUC: the chance that a positive pair (same label, same author) scores above a negative "
+             "one, ties half: 0.5 = chance; higher is better.",
+    "eer": "equal error rate, where false accepts equal false rejects (pair tasks: on the ROC curve; "
+           "verification: AuthBench's threshold rule): 0.5 = chance; lower is better.",
+    "eer_roc": "the equal error rate on the interpolated ROC curve (STEB's and AuthBench's code): 0.5 = "
+               "chance; lower is better.",
+    "accuracy": "order alignment: the share of instances whose style order the model recovers (STEL "
+                "quadruples: the right pairing, chance 0.5; ordered lists: the whole assignment); higher "
+                "is better.",
+    "triple_accuracy": "STEL triples: the share where the style-matching text wins (chance 0.5); higher is "
+                       "better.",
+    "distractor_accuracy": "as accuracy, against a content-matched distractor (STEL-or-Content): style must "
+                           "beat shared content; higher is better.",
+    "mrr": "mean reciprocal rank of the first same-author target (mrr@C: 0 when it lies below rank C); "
+           "higher is better.",
+    "mrr_all_relevant": "the reciprocal ranks of every same-author target, averaged per query (below 1 "
+                        "even for a perfect ranking when a query has several); higher is better.",
+    "success": "Success@K: the share of queries with a same-author candidate in the top K; higher is "
+               "better.",
+    "recall": "Recall@K: the average share of a query's same-author candidates found in the top K; higher "
+              "is better.",
+    "ndcg": "nDCG@K with binary gains: the top K's discounted hits over the best possible; higher is "
+            "better.",
+    "probe_accuracy": "accuracy of a logistic-regression probe predicting a linguistic feature's quintile "
+                      "from the vectors (chance about 0.2; /feature: one feature); higher is better.",
+}
+STEB_SUFFIX = "_steb"
+
+
+def metric_glossary(metrics) -> list[tuple[str, str]]:
+    """``(name, definition)`` for the metric families of ``metrics`` (names as in results.jsonl), in
+    ``METRICS`` order; a ``*_steb`` metric is its family computed by STEB's protocol."""
+    families = set()
+    for metric in metrics:
+        base = metric.split("|", 1)[0].split("/", 1)[0].split("@", 1)[0]
+        families.add(base)
+    steb = sorted(m for m in families if m.endswith(STEB_SUFFIX))
+    rows = [(name, METRICS[name]) for name in METRICS
+            if name in families or f"{name}{STEB_SUFFIX}" in families]
+    if steb:
+        rows.append(("*" + STEB_SUFFIX, f"the same metric by STEB's protocol ({', '.join(steb)}; see 'Our "
+                                        "protocols vs STEB's'), which STEB's aggregate scores read."))
+    return rows
+
+
 def task_names() -> tuple[str, ...]:
     return tuple(TASKS)
 

@@ -304,3 +304,18 @@ def test_markdown_escapes_names_and_cites_the_protocols(tmp_path):
     cited = write_report(tmp_path, ROWS, [], [], title="t")
     for text in (cited[0].read_text(), cited[1].read_text()):
         assert "STEB: Style Text Embedding Benchmark" in text and "Does It Capture STEL?" in text
+
+
+def test_the_metrics_of_the_run_are_explained(tmp_path):
+    from stylebench_jax.tasks.registry import METRICS, metric_glossary
+
+    markdown_path, html_path = write_report(tmp_path, ROWS, [], [], title="t")
+    markdown = markdown_path.read_text()
+    assert "<details><summary>What the metrics measure (3)</summary>" in markdown
+    assert f"- accuracy: {METRICS['accuracy']}" in markdown and "- v_measure: " in markdown
+    assert "- mrr:" not in markdown  # only the metrics the run has
+    assert "What the metrics measure (3)" in html_path.read_text()
+    # families: @K, /feature, |stratum stripped; STEB's variants named once
+    names = [name for name, _ in metric_glossary({"success@5|length=short", "probe_accuracy_steb/n_adj",
+                                                  "mrr@100", "eer_roc"})]
+    assert names == ["eer_roc", "mrr", "success", "probe_accuracy", "*_steb"]
