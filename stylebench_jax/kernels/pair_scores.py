@@ -433,7 +433,8 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
                         tolerance: float = 0.0, max_fine_bytes: int = 512 << 20,
                         level_bits: tuple[int, ...] | None = None, method: str = "auto") -> PairsRoc:
     """AUROC and EER over all pairs ``i < j`` of ``embeddings [N, D]`` (float32 inner products;
-    L2-normalise first for cosine), positive when ``labels[i] == labels[j]`` (any hashable labels).
+    L2-normalise first for cosine), positive when ``labels[i] == labels[j]`` (a 1-D array of ints or
+    strings; NaN labels count as equal to each other, as ``np.unique`` groups them).
 
     ``method``: ``"minority"`` (the rarer class's scores collected exactly, then one counting pass
     over all tiles when its tables fit ``max_fine_bytes``; see the module docstring), ``"radix"``
@@ -455,6 +456,10 @@ def all_pairs_auroc_eer(embeddings, labels, *, block_size: int = 1024, mesh: Mes
         raise ValueError(f"embeddings: expected a 2-D array [N, D], found shape {x.shape}")
     if not np.isfinite(x).all():
         raise ValueError(f"embeddings: row {int(np.flatnonzero(~np.isfinite(x).all(1))[0])} holds NaN/inf")
+    squares = np.einsum("ij,ij->i", x, x)
+    if not np.isfinite(squares).all():  # |x| above ~1e19: the pair scores would be inf or NaN
+        raise ValueError(f"embeddings: row {int(np.flatnonzero(~np.isfinite(squares))[0])} is too large to "
+                         "square in float32 (|x| above ~1e19); rescale or L2-normalise the rows")
     labels = np.asarray(labels)
     if labels.shape != (x.shape[0],):
         raise ValueError(f"labels: expected shape ({x.shape[0]},), found {labels.shape}")

@@ -383,7 +383,9 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     return a candidate of the query's own group (same author/book). precision: ``"float32"``,
     ``"bfloat16"`` (certified, see module docstring) or ``"auto"`` (the faster of the two on this
     hardware, :func:`resolve_precision`); shortlist: bfloat16 shortlist size (default
-    :func:`default_shortlist`). normalize: L2-normalise queries and candidate rows first.
+    :func:`default_shortlist`). normalize: L2-normalise queries and candidate rows first (a row
+    whose float32 squared norm is 0, all zeros or below ~1e-19, scores 0 with every query;
+    ``TopK.norm_range`` starts at 0 when the pool had one).
     Memory: the chunks in flight (none for a C-contiguous float32 array, which is used in place)
     plus, for XLA's scan, ``query_batch * block_size`` float32 scores per device (the C++ scan
     keeps only its ``[Q, k]`` lists per thread); bfloat16 adds the re-scored rows, at most

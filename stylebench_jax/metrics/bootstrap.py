@@ -42,6 +42,8 @@ def bootstrap_weights(n: int, n_boot: int, seed: int, *,
         raise ValueError("bootstrap needs at least one instance")
     if n_boot <= 0:
         raise ValueError(f"n_boot must be positive, got {n_boot}")
+    if seed is None:  # default_rng(None) draws fresh OS entropy: the interval would change every run
+        raise ValueError("seed: expected an int (or a sequence of ints), found None")
     rng = np.random.default_rng(seed)
     if strata is None:
         groups = [np.arange(n)]
@@ -134,6 +136,9 @@ def bootstrap_ci(data: np.ndarray | Sequence[float] | WeightStatistic, *, n: int
     values = np.asarray(data, dtype=np.float64)
     if values.ndim != 1:
         raise ValueError(f"per-instance values must be 1-D, got shape {values.shape}")
+    if not np.isfinite(values).all():
+        raise ValueError(f"per-instance value {int(np.flatnonzero(~np.isfinite(values))[0])} is NaN or "
+                         "infinite")
     if n is not None and n != values.size:
         raise ValueError(f"n={n} does not match {values.size} per-instance values")
     return percentile_interval(

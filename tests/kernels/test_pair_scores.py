@@ -179,6 +179,9 @@ def test_string_labels_and_errors():
     x[3, 1] = np.nan
     with pytest.raises(ValueError, match="row 3"):
         all_pairs_auroc_eer(x, labels)
+    x[3, 1], x[5, 0] = 0.0, 3e19  # finite, but its products are not: an AUROC of inf/NaN scores
+    with pytest.raises(ValueError, match="row 5 is too large to square"):
+        all_pairs_auroc_eer(x, labels)
 
 
 def test_listed_pairs_match_sklearn(mesh):

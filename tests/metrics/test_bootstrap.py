@@ -111,3 +111,11 @@ def test_centred_interval_covers_v_measure_where_percentile_fails():
     target = np.mean(estimates)
     assert np.mean([lo <= target <= hi for lo, hi in percentile]) < 0.2
     assert np.mean([lo <= target <= hi for lo, hi in centred]) > 0.8
+
+
+def test_nan_values_and_an_unseeded_bootstrap_are_refused():
+    with pytest.raises(ValueError, match="per-instance value 1 is NaN or infinite"):
+        bootstrap_ci([0.3, np.nan, 0.5])
+    with pytest.raises(ValueError, match="seed: expected an int .or a sequence of ints., found None"):
+        bootstrap_ci([0.3, 0.4, 0.5], seed=None)
+    assert bootstrap_ci([0.3, 0.4, 0.5], seed=np.int64(3)) == bootstrap_ci([0.3, 0.4, 0.5], seed=3)
