@@ -59,8 +59,10 @@ class ModelConfig:
     projection_dim: int | None = dataclasses.field(default=None, metadata=_pos)  # None, 512 or 768
     use_style_features: bool = True
     classifier: Literal["arcface", "mlp"] = "arcface"
-    arcface_margin: float = 0.2
-    arcface_scale: float = 30.0
+    # additive angular margin (radians; below pi/2, where cos(theta + m) stops being a penalty) and
+    # logit scale of the ArcFace head
+    arcface_margin: float = dataclasses.field(default=0.2, metadata={"minimum": 0.0, "maximum": 1.5})
+    arcface_scale: float = dataclasses.field(default=30.0, metadata={"minimum": 1e-3})
     dropout: float = dataclasses.field(default=0.1, metadata=_unit)  # the encoder's hidden dropouts
     # BERT's attention_probs_dropout_prob: dropout of the encoder's attention probabilities, 0.1 as
     # Hugging Face / sentence-transformers fine-tuning of BERT-family checkpoints applies it (run

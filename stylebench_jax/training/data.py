@@ -206,17 +206,18 @@ def subsample(columns: dict[str, list], limit: int | None, seed: int) -> dict[st
 
 def pairs_from_columns(columns: dict[str, list], group_codes: dict[str, int], tokenizer, max_length,
                         stats) -> PairSet:
-    texts = list(dict.fromkeys(columns["text1"] + columns["text2"]))
-    index = {text: i for i, text in enumerate(texts)}
-    groups = np.full(len(texts), -1, np.int32)
-    topics = np.full(len(texts), -1, np.int32)
-    for key in ("1", "2"):
-        for text, book, topic in zip(columns[f"text{key}"], columns[f"book{key}"], columns[f"topic{key}"]):
-            groups[index[text]] = group_codes[book]
-            topics[index[text]] = int(topic)
-    table = tokenize_table(texts, groups, topics, tokenizer, max_length, stats)
-    first = np.array([index[t] for t in columns["text1"]], np.int64)
-    second = np.array([index[t] for t in columns["text2"]], np.int64)
+    # one table row per distinct (text, book, topic): a passage found in two books (two editions)
+    # keeps each book's group, so SupCon's targets match the pair labels (keyed by text alone, the
+    # last book read won and a positive pair could get two groups)
+    sides = [list(zip(columns[f"text{key}"], columns[f"book{key}"], (int(t) for t in columns[f"topic{key}"])))
+             for key in ("1", "2")]
+    rows = list(dict.fromkeys(sides[0] + sides[1]))
+    index = {row: i for i, row in enumerate(rows)}
+    groups = np.array([group_codes[book] for _, book, _ in rows], np.int32)
+    topics = np.array([topic for _, _, topic in rows], np.int32)
+    table = tokenize_table([text for text, _, _ in rows], groups, topics, tokenizer, max_length, stats)
+    first = np.array([index[row] for row in sides[0]], np.int64)
+    second = np.array([index[row] for row in sides[1]], np.int64)
     return PairSet(table, first, second, np.asarray(columns["label"], np.int32))
 
 

@@ -100,7 +100,10 @@ def parameter_groups(params) -> Any:
 
 def make_optimizer(config: OptimConfig, total_steps: int) -> optax.GradientTransformation:
     """AdamW (weight decay on matrices), global-norm clipping, gradient accumulation over
-    ``config.accumulation`` steps (``optax.MultiSteps``: one update per that many steps).
+    ``config.accumulation`` steps (``optax.MultiSteps``: one update per that many steps). The
+    accumulated gradient is the mean of the micro-batches' gradients; each micro-batch's contrastive
+    loss sees only its own in-batch negatives, so accumulation is not a larger contrastive batch
+    (``trainer.batch_size`` is; ``trainer.embed_chunk`` bounds its memory).
 
     With ``config.head_learning_rate`` set, the freshly initialised heads (:func:`parameter_groups`)
     follow the same warm-up/decay shape up to that peak while the pretrained encoder keeps
@@ -129,10 +132,17 @@ def anchor_rows(n_local: int, n_data: int, device: jax.Array) -> jax.Array:
 
 def grl_weight(loss: LossConfig, step: jax.Array, total_steps: int) -> jax.Array:
     """Adversary weight: ramps linearly from 0 to ``adversary_weight`` over the first
-    ``adversary_warmup`` of the steps, then constant (seed 003 §4.2; the seed calls the scale
-    learnable, here it is this fixed schedule)."""
-    ramp = max(loss.adversary_warmup * total_steps, 1.0)
-    return loss.adversary_weight * jnp.minimum(step.astype(jnp.float32) / ramp, 1.0)
+    ``adversary_warmup`` of the steps, then constant; ``adversary_warmup: 0`` is constant from the
+    first step (seed 003 §4.2; the seed calls the scale learnable, here it is this fixed schedule).
+
+    It multiplies the adversary's loss, behind a gradient reversal of fixed scale 1: the encoder gets
+    ``-lambda * grad`` as in Ganin & Lempitsky's GRL, and the topic head's own gradient is scaled by
+    ``lambda`` too (GRL scales only the reversed one); AdamW's per-parameter normalisation largely
+    undoes a constant scale on the head, but during the ramp the head starts slowly."""
+    ramp = loss.adversary_warmup * total_steps
+    if ramp <= 0:
+        return jnp.full((), loss.adversary_weight, jnp.float32)
+    return loss.adversary_weight * jnp.minimum(step.astype(jnp.float32) / max(ramp, 1.0), 1.0)
 
 
 def _normalize(z):
@@ -196,7 +206,9 @@ def local_loss(params, z, batch, key, step, *, model: BiEncoder, spec: StepSpec)
             anchor_rows(b, spec.n_data, device), candidates, jnp.concatenate([groups1, groups2]), temperature,
             anchor_valid=jnp.concatenate([valid, valid]),
             candidate_valid=jnp.concatenate([valid_all, valid_all]))
-    else:  # bidirectional InfoNCE on the positive pairs
+    else:  # bidirectional InfoNCE, queries = the positive pairs' sides; keys = every valid row of the
+        # global batch, the texts of negative (label 0) pairs included (more keys than
+        # sentence-transformers' symmetric MNRL on (anchor, positive) pairs), same-group keys masked
         own = device * b + jnp.arange(b)
         positive = valid & (batch["labels"] == 1)
         s12, c12 = info_nce(n1, batch["groups1"], own, g2, groups2, temperature, query_valid=positive,

@@ -277,3 +277,26 @@ def test_arcface_gradients_are_finite_at_a_cosine_of_one():
 
     grads = jax.grad(loss)(params)
     assert all(np.isfinite(np.asarray(g)).all() for g in jax.tree_util.tree_leaves(grads))  # were NaN
+
+
+def test_adversary_weight_ramps_or_is_constant_without_warmup():
+    from stylebench_jax.training.step import grl_weight
+
+    ramp = LossConfig(adversary_weight=0.2, adversary_warmup=0.1)
+    assert [float(grl_weight(ramp, jnp.asarray(s), 100)) for s in (0, 5, 10, 50)] == pytest.approx(
+        [0.0, 0.1, 0.2, 0.2])
+    # no warm-up: the full weight from step 0 (it was 0 there: a ramp of one step)
+    none = LossConfig(adversary_weight=0.2, adversary_warmup=0.0)
+    assert [float(grl_weight(none, jnp.asarray(s), 100)) for s in (0, 1)] == pytest.approx([0.2, 0.2])
+
+
+def test_arcface_margin_and_scale_are_bounded():
+    from stylebench_jax.config import load_config
+    from stylebench_jax.errors import UserInputError
+    from stylebench_jax.training.config import TrainConfig
+    from tests.conftest import REPO
+
+    for override, message in (("model.arcface_margin=3.5", "arcface_margin"),
+                              ("model.arcface_scale=-30", "arcface_scale")):
+        with pytest.raises(UserInputError, match=message):
+            load_config(REPO / "configs/train/minilm_writing7.yaml", TrainConfig, [override])
