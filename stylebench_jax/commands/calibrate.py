@@ -63,8 +63,9 @@ def register(subparsers) -> None:
     parser.add_argument("--eval-split", default=None,
                         help="held-out split to evaluate on, '' for none (default: test when present)")
     parser.add_argument("--max-pairs", type=int, default=None,
-                        help="use at most this many pairs of each pair set, a uniform draw seeded by "
-                             "--seed (default: all)")
+                        help="use at most this many pairs of each pair set of the similarity "
+                             "calibration, a uniform draw seeded by --seed (default: all); a training "
+                             "run's classifier head is always calibrated on its whole split")
     parser.add_argument("--method", choices=("auto", "logistic", "isotonic"), default="auto",
                         help="cosine -> probability map: logistic (Platt scaling), isotonic (needs more "
                              "than 1000 fitting pairs), or auto: the one with the better cross-validated "

@@ -53,10 +53,11 @@ def reliability_figure_from_bins(curves: Sequence[tuple[str, dict, float]], titl
                  label=f"{label} (ECE {error:.3f})")
         bottom.bar(edges[:-1] + k * width + 0.25 * width, count, width=width, align="edge", color=colour)
     top.set_xlim(0, 1)
-    top.set_ylim(0, 1)
+    top.set_ylim(-0.03, 1.03)  # points at 0 and 1 drawn whole, not cut by the frame
     top.set_ylabel("fraction of same-style pairs")
-    top.set_title(title, fontsize=10)
-    top.legend(fontsize=8, loc="upper left")
+    top.set_title(title, fontsize=10, pad=30)
+    # above the axes: inside, it hid the curves where they reach 1 at low p
+    top.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     top.grid(alpha=0.25)
     bottom.set_xlabel("predicted probability of same style")
     bottom.set_ylabel("pairs")
@@ -70,7 +71,11 @@ def _metric_rows(modes: dict[str, dict], labels: dict[str, str]) -> list[list[st
     for key, label in labels.items():
         m = modes[key]
         (tn, fp), (fn, tp) = m["confusion"]
-        rows.append([label, *(fmt(m.get(c)) for c in METRIC_COLUMNS), f"{tn}/{fp}/{fn}/{tp}"])
+        # precision with no positive decision (and recall with no positive pair) is undefined: "-",
+        # not scikit-learn's zero_division value
+        undefined = {"precision": tp + fp == 0, "recall": tp + fn == 0}
+        rows.append([label, *("-" if undefined.get(c) else fmt(m.get(c)) for c in METRIC_COLUMNS),
+                     f"{tn}/{fp}/{fn}/{tp}"])
     return rows
 
 
@@ -113,7 +118,9 @@ def similarity_tables(report: dict) -> list[Table]:
         if topic:
             tables.append(Table(f"Topic-sliced negatives: {name} split",
                                 "Accuracy on negative pairs whose texts share a coarse topic vs not "
-                                "(Writing7 §8.3.1).",
+                                "(Writing7 §8.3.1); gap = different-topic minus same-topic accuracy: near "
+                                "0 is best, a large positive gap means same-topic pairs are mistaken for "
+                                "same style.",
                                 TOPIC_HEADER, topic))
         if "cross_topic_consistency" in result:
             rows = [[kind, fmt(v["mean_cross_topic"]), str(v["n_cross_topic"]), fmt(v["mean_same_topic"]),
@@ -121,7 +128,8 @@ def similarity_tables(report: dict) -> list[Table]:
                     for kind, v in result["cross_topic_consistency"].items()]
             tables.append(Table(f"Cross-topic style consistency: {name} split",
                                 "Mean similarity of same-book pairs across different topics vs within "
-                                "one (Writing7 §8.3.3).",
+                                "one (Writing7 §8.3.3); ratio = cross-topic / same-topic mean: 1 = style "
+                                "holds across topics, lower = the score leans on topic.",
                                 ["score", "cross-topic mean", "n", "same-topic mean", "n", "ratio"], rows))
     return tables
 
@@ -141,6 +149,8 @@ def classifier_tables(report: dict) -> list[Table]:
     for name, result in [("fit", report["fit"]), *report["evaluation"].items()]:
         nll = result["nll"]
         note = f"{result['n']} pairs. NLL argmax {nll['argmax']:.4f}, calibrated {nll['calibrated']:.4f}."
+        if name == "fit":
+            note += " In-sample (temperature and threshold were fitted on these pairs)."
         if "adversary" in result:
             a = result["adversary"]
             note += (f" Topic adversary accuracy {a['adversary_accuracy']:.3f} on {a['n_texts']} texts "
@@ -149,7 +159,9 @@ def classifier_tables(report: dict) -> list[Table]:
         tables.append(Table(f"Classifier: {name} split", note, HEADER, _metric_rows(result, labels)))
         topic = _topic_rows(result, labels)
         if topic:
-            tables.append(Table(f"Classifier topic-sliced negatives: {name} split", "", TOPIC_HEADER, topic))
+            tables.append(Table(f"Classifier topic-sliced negatives: {name} split",
+                                "gap = different-topic minus same-topic accuracy (near 0 is best).",
+                                TOPIC_HEADER, topic))
     return tables
 
 
@@ -166,7 +178,7 @@ def write_calibration_report(output_dir: Path, report: dict, curves: dict) -> di
             naive = (np.asarray(cos) + 1.0) / 2.0
             pngs[f"reliability_similarity_{name}.png"] = reliability_figure(
                 [("(cos + 1) / 2", naive, labels), ("calibrated", calibrated, labels)],
-                f"{sim['embedder']['name']}: similarity, {name} pairs", n_bins)
+                f"{report['model']}: similarity, {name} pairs", n_bins)
         tables += similarity_tables(sim)
     clf = report.get("classifier")
     if clf is not None:
@@ -174,7 +186,7 @@ def write_calibration_report(output_dir: Path, report: dict, curves: dict) -> di
             pngs[f"reliability_classifier_{name}.png"] = reliability_figure(
                 [("softmax (T = 1)", raw, labels),
                  (f"T = {clf['calibration']['temperature']:.3f}", scaled, labels)],
-                f"classifier head, {name} pairs", n_bins)
+                f"{report['model']}: classifier head, {name} pairs", n_bins)
         tables += classifier_tables(clf)
     intro = [f"Model: {report['model']}. ECE over {n_bins} equal-width bins; Brier = mean (p - y)^2; both "
              f"lower is better. {WRITING7}, §5 (training) and §8 (calibration)."]

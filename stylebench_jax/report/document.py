@@ -22,10 +22,12 @@ _CSS = ("body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;
 
 
 def markdown_text(text: str) -> str:
-    """``text`` for a Markdown line: ``<``/``>`` would start an HTML tag (a model called ``<tfidf>``
-    would vanish on GitHub) and ``*`` emphasis (``styl*o*metric``), so they are backslash-escaped
-    (``_`` is left: GitHub reads it literally inside a word, as in ``function_words``)."""
-    return re.sub(r"([<>*])", r"\\\1", str(text))
+    """``text`` for a Markdown line, read literally: ``<``/``>`` would start an HTML tag (a model
+    called ``<tfidf>`` would vanish on GitHub), ``*`` emphasis (``styl*o*metric``), a backtick code,
+    ``&lt;`` an entity: each is backslash-escaped (backslashes too); ``[a](b)`` would be a link: its
+    ``](`` becomes ``]\\(`` (an interval ``[0.1, 0.2]`` stays as it is). ``_`` is left: GitHub reads
+    it literally inside a word, as in ``function_words``."""
+    return re.sub(r"([\\<>*`&])", r"\\\1", str(text)).replace("](", "]\\(")
 
 
 def markdown_cell(text: str) -> str:

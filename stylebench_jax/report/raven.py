@@ -19,8 +19,15 @@ from stylebench_jax.fileio import atomic_open, write_text_atomic
 from stylebench_jax.report.markdown import markdown_cell, markdown_text
 from stylebench_jax.report.plots import _colours, _png, _pyplot
 
-METRIC_TITLES = {"auc": "AUC", "c_at_1": "c@1", "f05u": "F0.5u", "f1": "F1", "brier": "Brier",
+METRIC_TITLES = {"auc": "AUC", "c_at_1": "c@1", "f05u": "F0.5u", "f1": "F1", "brier": "1 - Brier",
                  "overall": "Overall"}
+# PAN's metrics (metrics.pan): every one higher is better, 1 = perfect
+METRICS_NOTE = ("PAN's verification metrics, each higher is better (1 = perfect): AUC (ROC area), c@1 "
+                "(accuracy that credits a non-answer, a score of exactly 0.5, with the accuracy of the "
+                "answers), F0.5u (F0.5 with non-answers counted as false negatives), F1 (answered cases), "
+                "1 - Brier (one minus the mean squared error of the scores, as PAN reports it; not the "
+                "Brier loss), Overall (their mean).")
+TTEST = "one-sided unpaired Student t-test (equal variances, as RAVEN)"
 
 
 def _f(value, digits: int = 3) -> str:
@@ -60,10 +67,13 @@ def tables(report: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
     sim = report["topic_similarity"]
     rows = [[str(e["n_topics"]), _f(e["random"]["mean"]), _f(e["hits"]["mean"]), _f(e["random"]["max"]),
              _f(e["hits"]["max"])] for e in report["topic_similarity_sweep"]]
+    main_m = report["config"]["sampling"]["n_topics"]
+    rows = [[f"{row[0]} (main)" if int(row[0]) == main_m else row[0], *row[1:]] for row in rows]
     out.append(("Table 7: train/test topic similarity",
                 "Cosine similarity of topic vectors between the train and test topics of each split, mean "
-                f"over the {len(sim['per_fold']['hits'])} folds (random: over folds and seeds). HITS lower "
-                f"than random: mean {_yes(sim['hits_lower']['mean'])}, max {_yes(sim['hits_lower']['max'])}.",
+                f"over the {len(sim['per_fold']['hits'])} folds (random: over folds and seeds). At the main "
+                f"m = {main_m}, HITS lower than random: mean {_yes(sim['hits_lower']['mean'])}, max "
+                f"{_yes(sim['hits_lower']['max'])}.",
                 ["topics", "random mean", "HITS mean", "random max", "HITS max"], rows))
     pairs = report["most_similar_pairs"]
     rows = [[kind, p["train_topic"], p["test_topic"], _f(p["similarity"])]
@@ -83,9 +93,12 @@ def tables(report: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
         cells = {model: report["scores"][model][metric] for model in models}
         rows = [[m, _pm(cells[m]["hits"]), _pm(cells[m]["random"]), _p(cells[m]["hits_lower"])]
                 for m in models]
+        n_hits = len(report["datasets"].get("hits", {}).get("folds", [])) or sampling_k(report)
+        n_random = n_hits * len(report["config"]["sampling"]["random_seeds"])
         out.append((f"Table 2: {METRIC_TITLES[metric]}",
-                    "Mean ± std over folds (random: over all seeds' folds); p: one-sided unpaired t-test "
-                    "'HITS lower than random' (* p < 0.05).",
+                    f"Mean ± std over folds (HITS: {n_hits} folds; random: the {n_random} folds of all "
+                    f"seeds, which share documents); p: {TTEST} 'HITS lower than random' over those folds "
+                    "(* p < 0.05).",
                     ["model", "HITS", "random", "p"], rows))
     shortcut = report["shortcut"]
     rows = [[r["model"], _f(r["random"]), _f(r["hits"]), _f(r["avg"]), _f(r["diff"]),
@@ -100,8 +113,9 @@ def tables(report: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
                               for m in metrics] + [_f(r["average"], 2)]
             for r in report["stability"]]
     out.append(("Table 4: ranking stability",
-                "Mean Spearman correlation of the model rankings between every pair of folds. * = "
-                "significantly lower than HITS (one-sided unpaired t-test, p < 0.05).",
+                "Mean Spearman correlation of the model rankings between every pair of folds (-1 to 1; "
+                "higher = more stable). * = significantly lower than HITS (" + TTEST + " over the fold "
+                "pairs, treated as independent though they share folds; p < 0.05).",
                 ["dataset", *[METRIC_TITLES[m] for m in metrics], "Average"], rows))
     rows = [[r["dataset"]] + [_pm(r["ranks"][m]) for m in models] for r in report["mean_rank"]["rows"]]
     out.append(("Table 5: mean rank (Overall)", "Rank of each model per fold (1 = best), mean ± std.",
@@ -109,16 +123,27 @@ def tables(report: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
     return sorted(out, key=lambda table: int(table[0].split(":")[0].split()[1]))  # RAVEN's numbering
 
 
+def sampling_k(report: dict[str, Any]) -> int:
+    return int(report["config"]["sampling"]["k_folds"])
+
+
 def intro(report: dict[str, Any]) -> list[str]:
-    """The lines above the figures: protocol, corpus, set-up (both renderings)."""
+    """The lines above the figures: protocol, corpus, set-up, seeds (both renderings)."""
     corpus, sampling = report["corpus"], report["config"]["sampling"]
+    representation = sampling["representation"] + (
+        f" of {sampling['topic_embedder']}" if sampling["representation"] == "embedding" else
+        f", {sampling['n_components']} components")
+    seeds = (f"Seeds: corpus {report['config']['corpus']['seed']}, folds {sampling['fold_seed']}, pairs "
+             f"{sampling['pair_seed']}; topic strategy {sampling['strategy']}, topic vectors "
+             f"{representation}.")
     return [report["protocol"] + ".",
             f"Corpus {corpus['name']}: {corpus['documents']} documents, {corpus['authors']} authors, "
             f"{corpus['topics']} topics (mean {corpus['mean_characters']} characters). "
             + " ".join(f"{n}." for n in corpus["notes"]),
             f"Models: {', '.join(report['models'])}. m = {sampling['n_topics']} topics, k = "
             f"{sampling['k_folds']} folds, random seeds {sampling['random_seeds']}, overall = "
-            f"{report['config']['metrics']['overall']}."]
+            f"{report['config']['metrics']['overall']}. " + seeds,
+            METRICS_NOTE]
 
 
 def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
@@ -173,12 +198,13 @@ def similarity_figure(report: dict[str, Any]) -> bytes:
         axis.bar(i - 0.18, sim["random"][key], 0.34, color=random_colour, label="random" if i == 0 else None)
         axis.bar(i + 0.18, sim["hits"][key], 0.34, color=hits_colour, label="HITS" if i == 0 else None)
         seeds = [v[key] for v in sim["random"]["per_seed"].values()]
-        axis.scatter([i - 0.18] * len(seeds), seeds, color="black", s=8, zorder=3)
+        axis.scatter([i - 0.18] * len(seeds), seeds, color="black", s=8, zorder=3,
+                     label="random, each seed" if i == 0 else None)
     axis.set_xticks([0, 1], ["mean", "max"])
     axis.set_ylim(0.0, 1.0)  # from zero: bar lengths compare
     axis.set_ylabel("train/test topic cosine")
     axis.set_title(f"m = {report['config']['sampling']['n_topics']}", fontsize=10)
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.08), ncol=3, frameon=False)
     if len(sweep) > 1:
         axis = axes[0, 1]
         m = [e["n_topics"] for e in sweep]
@@ -187,7 +213,7 @@ def similarity_figure(report: dict[str, Any]) -> bytes:
             axis.plot(m, [e[kind]["mean"] for e in sweep], "o-", color=colour, label=f"{label} mean")
             axis.plot(m, [e[kind]["max"] for e in sweep], "s--", color=colour, label=f"{label} max")
         axis.set_xlabel("topics sampled (m)")
-        axis.legend(fontsize=7)
+        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         axis.set_title("sweep over m", fontsize=10)
     for axis in axes.ravel():
         axis.grid(axis="y", alpha=0.3)
@@ -230,11 +256,13 @@ def stability_figure(report: dict[str, Any]) -> bytes:
 
     axis.bar(x - 0.2, values("R_avg"), 0.38, color=random_colour, label="random (mean of seeds)")
     axis.bar(x + 0.2, values("HITS"), 0.38, color=hits_colour, label="HITS")
-    for label in rows:
-        if label.startswith("R_") and label != "R_avg":
-            axis.scatter(x - 0.2, values(label), color="black", s=8, zorder=3)
+    seeds = [label for label in rows if label.startswith("R_") and label != "R_avg"]
+    for j, label in enumerate(seeds):
+        axis.scatter(x - 0.2, values(label), color="black", s=8, zorder=3,
+                     label="random, each seed" if j == 0 else None)
     axis.set_xticks(x, [METRIC_TITLES[m] for m in metrics])
-    axis.set_ylim(-0.1, 1.05)
+    axis.axhline(0.0, color="#555555", linewidth=0.8)
+    axis.set_ylim(-1.05, 1.05)  # Spearman's range: negative correlations are drawn, not cut off
     axis.set_ylabel("mean Spearman between folds")
     axis.set_title("Ranking stability of the models across folds", fontsize=10)
     axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)

@@ -20,7 +20,7 @@ WHY_NOT = {
     ("shuffle", "markov"): (
         "The shuffled control scores above the Markov text. The shuffled text keeps every word, name and "
         "sentence of the excerpt and loses only their order; the Markov text (a chain trained on the "
-        "author's *other* books) keeps the author's local word statistics, not the excerpt's own scene, "
+        "author's other books) keeps the author's local word statistics, not the excerpt's own scene, "
         "people and subject matter. {evidence} A scorer that embeds each window as a whole is close to "
         "blind to sentence order and rewards shared content, so here the shuffled score measures how much "
         "of the similarity comes from content and sentence-level features rather than from discourse; a "
@@ -84,10 +84,17 @@ def _points(value: float) -> str:
     return fmt(100 * value, 1) if value == value else "-"
 
 
-def _verdict(diff: dict) -> str:
+# Below this many items a percentile bootstrap interval is too narrow to decide (with 2 items it is
+# their min and max), so no pair is called holding or reversed
+MIN_VERDICT_ITEMS = 10
+
+
+def _verdict(diff: dict, n_items: int) -> str:
     low, high = diff.get("ci_low", float("nan")), diff.get("ci_high", float("nan"))
     if not (low == low and high == high):
         return "no interval (too few items)"
+    if n_items < MIN_VERDICT_ITEMS:
+        return f"no verdict ({n_items} items; at least {MIN_VERDICT_ITEMS} needed)"
     if low > 0:
         return "holds"
     if high < 0:
@@ -112,7 +119,7 @@ def ordering_text(results: dict) -> str:
             diff = order["differences"].get(f"{names[a]} - {names[b]}")
             if diff is None:
                 continue
-            verdicts.append(_verdict(diff))
+            verdicts.append(_verdict(diff, diff.get("n_items", order["n_items"])))
             interval = (f" [{_points(diff['ci_low'])}, {_points(diff['ci_high'])}]"
                         if "ci_low" in diff else "")
             lines.append(f"{a} - {b} {_points(diff['mean'])}{interval}: {verdicts[-1]}")
@@ -128,13 +135,16 @@ def ordering_text(results: dict) -> str:
         pairs = reversed_pairs or [(a, b) for i, a in enumerate(observed) for b in observed[i + 1:]]
         reasons = [WHY_NOT[pair].format(evidence=evidence) for pair in pairs if pair in WHY_NOT]
         return text + " The ordering does not hold. " + " ".join(reasons)
-    return text + " The ordering is not established: the differences above are within noise."
+    return text + (" The ordering is not established: the differences above are within noise or "
+                   "rest on too few items.")
 
 
 def distribution_figure(rows: list[dict], score: str) -> bytes:
     plt = _pyplot()
     backends = list(dict.fromkeys(r["backend"] for r in rows))
-    data = [[r["scores"][score] for r in rows if r["backend"] == b and r["status"] == "ok"] for b in backends]
+    # x100, as every table of the report
+    data = [[100 * r["scores"][score] for r in rows if r["backend"] == b and r["status"] == "ok"]
+            for b in backends]
     keep = [(b, d) for b, d in zip(backends, data) if d]
     figure, axis = plt.subplots(figsize=(max(4.5, 1.3 * len(keep) + 2), 3.6))
     if keep:
@@ -142,11 +152,23 @@ def distribution_figure(rows: list[dict], score: str) -> bytes:
         for patch, colour in zip(parts["boxes"], _colours(len(keep))):
             patch.set_facecolor(colour)
         axis.set_xticks(range(1, len(keep) + 1), [b for b, _ in keep], rotation=15)
-    axis.set_ylabel(score)
+    axis.set_ylabel(f"{score} x100")
     axis.ticklabel_format(axis="y", useOffset=False)  # plain values, not "1e-8 + 8.80797e-1"
-    axis.set_title(f"{score} of every story against its excerpt", fontsize=10)
+    axis.set_title(f"{score} x100 of every story against its excerpt", fontsize=10)
     axis.grid(axis="y", alpha=0.3)
     return _png(figure)
+
+
+def _describes(similarity: dict, calibration_path: Path) -> bool:
+    """Whether a ``calibration_report.json``'s similarity section is the report of the calibration
+    file at ``calibration_path`` (same embedder, same method selection); a report left beside another
+    calibration would show diagrams of a map the scores never used."""
+    try:
+        written = json.loads(calibration_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (similarity.get("embedder") == written.get("embedder")
+            and similarity.get("selection") == written.get("selection"))
 
 
 def _calibration_figures(results: dict) -> dict[str, bytes]:
@@ -158,6 +180,8 @@ def _calibration_figures(results: dict) -> dict[str, bytes]:
         return {}
     report = json.loads(report_path.read_text(encoding="utf-8"))
     similarity = report.get("similarity") or {}
+    if not _describes(similarity, Path(calibration["path"])):
+        return {}
     pngs = {}
     for split, result in [("fit", similarity.get("fit")), *similarity.get("evaluation", {}).items()]:
         if not result:
@@ -187,19 +211,20 @@ def write_transfer_report(output_dir: Path, results: dict, rows: list[dict]) -> 
               ["backend", "ok", "failed", "skipped", "mean", "median", "std", "cosine", "cos std", "0-1 mean",
                "copied", "names", "not ok"], _score_table_rows(results, score)),
         Table("Ordering of the local anchors", ordering_text(results),
-              ["pair", "mean diff", "95% CI", "first higher"],
-              [[k, fmt(v["mean"], 4), f"[{fmt(v['ci_low'], 4)}, {fmt(v['ci_high'], 4)}]",
-                fmt(v["share_first_higher"], 2)]
+              ["pair", "n", "mean diff x100", "95% CI", "first higher"],
+              [[k, str((results.get("ordering") or {}).get("n_items", "")), _points(v["mean"]),
+                f"[{_points(v['ci_low'])}, {_points(v['ci_high'])}]", fmt(v["share_first_higher"], 2)]
                for k, v in (results.get("ordering") or {}).get("differences", {}).items()]),
     ]
     pair = results["paired"]
     if pair.get("differences"):
         tables.append(Table("Paired differences (all backends)",
-                            f"Each pair on the items both backends produced (n); {pair['score']}; bootstrap "
-                            "95% CI over items.",
-                            ["pair", "n", "mean diff", "95% CI", "first higher"],
-                            [[k, str(v.get("n_items", pair["n_items"])), fmt(v["mean"], 4),
-                              f"[{fmt(v['ci_low'], 4)}, {fmt(v['ci_high'], 4)}]",
+                            f"Each pair on the items both backends produced (n; an item is one story, so "
+                            f"several samples of one excerpt count separately); {pair['score']} x100; "
+                            "percentile bootstrap 95% CI over items (1,000 resamples, seed 0).",
+                            ["pair", "n", "mean diff x100", "95% CI", "first higher"],
+                            [[k, str(v.get("n_items", pair["n_items"])), _points(v["mean"]),
+                              f"[{_points(v['ci_low'])}, {_points(v['ci_high'])}]",
                               fmt(v["share_first_higher"], 2)] for k, v in pair["differences"].items()]))
     for key, title in (("by_author", "author"), ("by_topic", "topic"), ("by_book", "book"),
                        ("by_excerpt", "excerpt")):
@@ -209,11 +234,17 @@ def write_transfer_report(output_dir: Path, results: dict, rows: list[dict]) -> 
     cal = s["calibration"]
     e = d["excerpts"]
     intro = [f"{WRITING7}, §7 (the style-transfer benchmark): {len(d['books'])} books x {e['per_book']} "
-             f"excerpts of {e['sentences']} sentences x {e['samples']} sample(s), {len(d['topics'])} topics. "
+             f"excerpts of {e['sentences']} sentences x {e['samples']} sample(s), {len(d['topics'])} topics"
+             + (f", seed {d['seed']}" if "seed" in d else "") + ". "
              f"Scorer: {s['embedder']['name']} ({s['settings']['aggregate']} over windows "
              f"of {s['settings']['chunk_size']} sentences, overlap {s['settings']['overlap']}); "
              + (f"calibration {cal['method']} from {cal['path']}." if cal else
                 "no calibration file: score_calibrated is empty and the cosine is the primary score.")]
+    markov = [b for b in d.get("backends", []) if b.get("kind") == "markov"]
+    if markov:
+        intro.append("Markov backends: " + "; ".join(
+            f"{b['name']}: order-{b.get('order')} word chain on the author's other books"
+            for b in markov) + ".")
     pngs = {"transfer_scores.png": distribution_figure(rows, score), **_calibration_figures(results)}
     return write_document(output_dir, "transfer", "Style-transfer benchmark", intro, tables, pngs)
 

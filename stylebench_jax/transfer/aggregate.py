@@ -1,6 +1,6 @@
 """Benchmark aggregates from the trace (seed 003 §7.2 step 6): per run (backend), per excerpt, per
-book, per author and per topic, the mean, median and standard deviation (sample, ``ddof = 1``; 0 for
-one value) of ``cosine``, ``score_0_1`` and ``score_calibrated``, each also x100 (the seed reports
+book, per author and per topic, the mean, median and standard deviation (sample, ``ddof = 1``; none
+for one value) of ``cosine``, ``score_0_1`` and ``score_calibrated``, each also x100 (the seed reports
 0-100); plus a paired comparison of the backends, each pair on the items both of them produced.
 
 Only ``status == "ok"`` units carry scores; failed and skipped units are counted with their reasons.
@@ -27,8 +27,8 @@ def stats(values: Sequence[float]) -> dict:
     if v.size == 0:
         return {"n": 0}
     out = {"n": int(v.size), "mean": float(v.mean()), "median": float(np.median(v)),
-           "std": float(v.std(ddof=1)) if v.size > 1 else 0.0}
-    out.update({f"{k}_x100": 100.0 * out[k] for k in ("mean", "median", "std")})
+           "std": float(v.std(ddof=1)) if v.size > 1 else None}  # a sample std needs two values
+    out.update({f"{k}_x100": None if out[k] is None else 100.0 * out[k] for k in ("mean", "median", "std")})
     return out
 
 

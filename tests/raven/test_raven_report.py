@@ -45,7 +45,7 @@ def test_tables_in_ravens_order_and_protocol_named(report, tmp_path):
     markdown, page = paths["markdown"].read_text(), paths["html"].read_text()
     for text in (markdown, page):
         assert "RAVEN/HITS (Sawatphol et al.)" in text and "random seeds [0, 1]" in text
-    assert "| R&D\\|\\<model\\> |" in markdown and "R&amp;D|&lt;model&gt;" in page
+    assert "| R\\&D\\|\\<model\\> |" in markdown and "R&amp;D|&lt;model&gt;" in page
     assert "mean True" not in markdown and "HITS lower than random: mean " in markdown
 
 

@@ -116,7 +116,7 @@ def test_ordering_text_explains_a_failed_order_with_this_runs_measurements():
     from stylebench_jax.report.transfer import ordering_text
 
     order = {"expected": ["copy", "markov", "shuffle"], "observed": ["copy", "shuffle", "markov"],
-             "holds": False, "score": "score_calibrated", "n_items": 4,
+             "holds": False, "score": "score_calibrated", "n_items": 12,
              "means": {"copy": 0.9, "markov": 0.3, "shuffle": 0.8},
              "backends": {"copy": "ceiling", "markov": "mk", "shuffle": "sh"},
              "differences": {"ceiling - mk": {"mean": 0.6, "ci_low": 0.5, "ci_high": 0.7},
@@ -136,5 +136,32 @@ def test_ordering_text_explains_a_failed_order_with_this_runs_measurements():
     tie = {**order, "means": {"copy": 0.881, "markov": 0.881, "shuffle": 0.881},
            "differences": {k: {"mean": 0.0, "ci_low": 0.0, "ci_high": 0.0} for k in order["differences"]}}
     text = ordering_text({"ordering": tie, "runs": runs, "flags": {}})
-    assert text.endswith("The ordering is not established: the differences above are within noise.")
+    assert text.endswith("The ordering is not established: the differences above are within noise or "
+                         "rest on too few items.")
     assert "-0.0" not in text and "copy - markov 0.0 [0.0, 0.0]: within noise" in text
+    # two items: their min and max are the "interval"; no pair is called holding or reversed
+    few = ordering_text({"ordering": {**order, "n_items": 2}, "runs": runs, "flags": {}})
+    assert "copy - markov 60.0 [50.0, 70.0]: no verdict (2 items; at least 10 needed)" in few
+    assert "reversed" not in few and "does not hold" not in few
+
+
+def test_calibration_diagrams_only_for_the_calibration_in_use(tmp_path):
+    import json
+
+    from stylebench_jax.report.transfer import _calibration_figures
+
+    embedder = {"name": "minilm", "identity": "x"}
+    selection = {"method_requested": "auto", "scores": {"logistic": {"brier": 0.2}}}
+    calibration = tmp_path / "style_calibration.json"
+    calibration.write_text(json.dumps({"embedder": embedder, "selection": selection}))
+    reliability = {"confidence": [0.25, 0.75], "frequency": [0.2, 0.8], "count": [5, 5]}
+    bins = {"naive": {"reliability": reliability, "ece": 0.1},
+            "calibrated": {"reliability": reliability, "ece": 0.05}}
+    report = {"similarity": {"embedder": embedder, "selection": selection, "fit": bins, "evaluation": {}}}
+    (tmp_path / "calibration_report.json").write_text(json.dumps(report))
+    results = {"description": {"scoring": {"calibration": {"path": str(calibration)}}}}
+    assert list(_calibration_figures(results)) == ["calibration_reliability_fit.png"]
+    # a report left beside another calibration (another embedder's map) is not shown as the one in use
+    calibration.write_text(json.dumps({"embedder": {"name": "function_words", "identity": "y"},
+                                       "selection": selection}))
+    assert _calibration_figures(results) == {}
