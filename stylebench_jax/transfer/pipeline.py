@@ -29,7 +29,8 @@ calibration) is checked before the output directory is created, so a refused run
 Resume: a run interrupted at any point (Ctrl-C, a kill, quota) is continued by the same command.
 The journals are read back (a torn last line from a kill is dropped); a unit whose generation is in
 ``generations.jsonl`` with status ok is never generated again (its text is reused, scored if its
-trace line is missing); failed and skipped units are attempted again. When a trace holds several
+trace line is missing); failed and skipped units are attempted again, except those the backend
+cannot serve (``not_applicable``: the same answer every time). When a trace holds several
 lines for a unit, the last one counts. Secrets: every line is passed through ``generation.redact``
 with every HTTP backend's key before it is written, whatever produced it.
 """
@@ -430,7 +431,12 @@ class TransferRun:
         secrets = tuple(s for b in backends for s in b.secrets)
         self.generations = Journal(output_dir / "generations.jsonl", secrets)
         self.trace = Journal(output_dir / "trace.jsonl", secrets)
-        self.generated = {r["unit"]: r for r in read_journal(self.generations.path) if r["status"] == "ok"}
+        journal = read_journal(self.generations.path)
+        self.generated = {r["unit"]: r for r in journal if r["status"] == "ok"}
+        # a unit the backend cannot serve (no other book to train a Markov chain on) gets the same
+        # answer every time: recorded once, not attempted (and journaled) again on every resume
+        self.not_applicable = {r["unit"] for r in journal
+                               if r["status"] == "skipped" and r.get("reason") == "not_applicable"}
         self.traced = {}
         for row in read_journal(self.trace.path):
             self.traced[row["unit"]] = row
@@ -444,7 +450,8 @@ class TransferRun:
             unscored = [(units[u], self.generated[u]) for u in units
                         if u in self.generated and self.traced.get(u, {}).get("status") != "ok"]
             self._score_batch(backend, unscored)
-            todo = [item for u, item in units.items() if u not in self.generated]
+            todo = [item for u, item in units.items()
+                    if u not in self.generated and u not in self.not_applicable]
             if todo:
                 self._generate(backend, todo)
         return [self.traced[f"{b.name}/{item.id}"] for b in self.backends for item in self.items
