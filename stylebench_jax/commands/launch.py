@@ -43,7 +43,8 @@ Every process reads its own copy of the config, data and models: put them, and t
 directory, on a file system every host sees (train refuses to start when a process's copy differs
 or a process does not see the run directory). trainer.batch_size is the global batch, split over
 every device of every process; the learning rate is not rescaled. Process 0 writes results, logs
-and progress; the others log to stylebench-process-N.log ($STYLEBENCH_LOG_DIR). Timeouts:
+and progress; the others log to stylebench-process-N.log in $STYLEBENCH_LOG_DIR or $TMPDIR (on a
+TPU pod, where N is known only after start-up, stylebench-process-HOST-PID.log). Timeouts:
 $STYLEBENCH_INIT_TIMEOUT (start-up, 300 s), $STYLEBENCH_HEARTBEAT_TIMEOUT (a lost process, 30 s),
 $STYLEBENCH_COLLECTIVE_TIMEOUT (a stuck one, CPU only, 600 s). For slurm, `bash launch/slurm.sbatch
 --dry-run CMD` shows each task's environment.

@@ -123,7 +123,8 @@ def score_tables(scores: Mapping[str, Any]) -> list[ScoreTable]:
         if definitional["unassigned"]:
             lines.append(f"not in any group: {', '.join(definitional['unassigned'])}")
         details = [(f"Datasets of each group ({len(members)} groups)", tuple(lines))]
-        notes, details = _with_blanks(_definitional_notes(definitional["columns"]), details, definitional)
+        notes, details = _with_blanks(_definitional_notes(definitional["columns"]), details, definitional,
+                                      ranked=False)
         tables.append(ScoreTable(title, tuple(definitional["columns"]), definitional["table"], tuple(notes),
                                  details=tuple(details)))
     return tables
@@ -152,7 +153,7 @@ def _definitional_notes(columns: Sequence[str]) -> list[str]:
 _MISSING = re.compile(r"^(?P<model>.+?): no (?P<column>\S+) score \(missing (?P<units>.*)\)$")
 
 
-def _with_blanks(notes: list[str], details: list, score: Mapping[str, Any]):
+def _with_blanks(notes: list[str], details: list, score: Mapping[str, Any], *, ranked: bool = True):
     """Fold ``"m: no x score (missing ...)"`` notes of ``score`` (the JSON of either score) into one
     detail line per column and missing-unit list (the models sharing it named together); other
     notes stay visible; one note counts the blank cells of the table."""
@@ -166,9 +167,10 @@ def _with_blanks(notes: list[str], details: list, score: Mapping[str, Any]):
         else:
             groups.setdefault((match["column"], match["units"]), []).append(match["model"])
     if blanks:
+        why = (", or fewer than 3 models have them all (the notes above and the list below say which)"
+               if ranked else " (the list below says which)")
         notes.append(f"— = not computable ({blanks} model x column cells): the model lacks a dataset of the "
-                     "column, or fewer than 3 models have them all (the notes above and the list below say "
-                     "which); overall is blank where any column is.")
+                     f"column{why}; overall is blank where any column is.")
     if groups:
         lines = tuple(f"{', '.join(sorted(models))}: no {column} score (missing {units})"
                       for (column, units), models in groups.items())

@@ -40,7 +40,15 @@ from stylebench_jax.evaluation.cells import (
 from stylebench_jax.hashing import texts_digest
 from stylebench_jax.parallel.distributed import broadcast_from_primary
 from stylebench_jax.progress import progress_bar
-from stylebench_jax.tasks.base import EmbedFn, NotApplicable, Score, TaskContext, TextScorer, TooFewInstances
+from stylebench_jax.tasks.base import (
+    EmbedFn,
+    ModelOutputError,
+    NotApplicable,
+    Score,
+    TaskContext,
+    TextScorer,
+    TooFewInstances,
+)
 from stylebench_jax.tasks.registry import run_task
 
 TaskRunner = Callable[..., list[Score]]
@@ -180,6 +188,8 @@ def _compute_cell(key: CellKey, fingerprint: str, scorer: TextScorer, unit, sett
     except TooFewInstances as error:  # the data, not the code: one line naming the cell
         raise UserInputError(f"cell {key.describe()}: {error} (is the dataset under the data root "
                              "complete?)") from None
+    except ModelOutputError as error:  # the model, not the code
+        raise UserInputError(f"cell {key.describe()}: {error}") from None
     except Exception as error:
         error.add_note(f"while evaluating cell {key.describe()}")
         raise

@@ -402,8 +402,8 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
                         ("chunk_rows", chunk_rows)):
         if isinstance(value, bool) or int(value) != value or value < 1:
             raise ValueError(f"{name}: expected a whole number >= 1, found {value!r}")
-    if shortlist is not None and (int(shortlist) != shortlist or shortlist < k):
-        raise ValueError(f"shortlist: expected a whole number >= k ({k}), found {shortlist!r}")
+    if shortlist is not None and (int(shortlist) != shortlist or shortlist < 1):
+        raise ValueError(f"shortlist: expected a whole number >= 1, found {shortlist!r}")
     if isinstance(candidates, (list, tuple)):
         candidates = np.asarray(candidates)
     q = _check_queries(queries, normalize)
@@ -418,6 +418,8 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     ids, qgroups = _query_exclusions(q.shape[0], exclude_self, query_ids, query_groups, plan)
     search = _Search(plan, q, ids, qgroups, min(k, plan.n), normalize, query_batch, progress)
     kk = search.k
+    if shortlist is not None and precision == "bfloat16" and shortlist < kk:
+        raise ValueError(f"shortlist: expected >= k ({kk}) for a bfloat16 search, found {shortlist}")
     short = min(shortlist or default_shortlist(kk, plan.n), plan.n)
     keep = kk if precision == "float32" else (short + 1 if short < plan.n else plan.n)
     block_keep = keep if precision == "float32" else min(keep, max(2 * kk, kk + 8))

@@ -44,9 +44,10 @@ DEFAULT_KS = (1, 5, 10)
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
+    ks = tuple(np.asarray(ks).ravel().tolist()) if isinstance(ks, np.ndarray) else tuple(ks)
     if not ks or any(isinstance(k, bool) or int(k) != k or k < 1 for k in ks):
         # int(2.7) would silently be 2
-        raise ValueError(f"ks must be a non-empty list of positive integers, got {tuple(ks)}")
+        raise ValueError(f"ks must be a non-empty list of positive integers, got {ks}")
     return tuple(int(k) for k in ks)
 
 

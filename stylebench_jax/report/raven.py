@@ -16,17 +16,12 @@ from typing import Any
 import numpy as np
 
 from stylebench_jax.fileio import atomic_open, write_text_atomic
+from stylebench_jax.metrics.pan import OVERALL_PARTS
 from stylebench_jax.report.markdown import markdown_cell, markdown_text
 from stylebench_jax.report.plots import _colours, _png, _pyplot
 
 METRIC_TITLES = {"auc": "AUC", "c_at_1": "c@1", "f05u": "F0.5u", "f1": "F1", "brier": "1 - Brier",
                  "overall": "Overall"}
-# PAN's metrics (metrics.pan): every one higher is better, 1 = perfect
-METRICS_NOTE = ("PAN's verification metrics, each higher is better (1 = perfect): AUC (ROC area), c@1 "
-                "(accuracy that credits a non-answer, a score of exactly 0.5, with the accuracy of the "
-                "answers), F0.5u (F0.5 with non-answers counted as false negatives), F1 (answered cases), "
-                "1 - Brier (one minus the mean squared error of the scores, as PAN reports it; not the "
-                "Brier loss), Overall (their mean).")
 TTEST = "one-sided unpaired Student t-test (equal variances, as RAVEN)"
 
 
@@ -123,6 +118,18 @@ def tables(report: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
     return sorted(out, key=lambda table: int(table[0].split(":")[0].split()[1]))  # RAVEN's numbering
 
 
+def metrics_note(metrics_config: dict[str, str]) -> str:
+    """What PAN's metrics (``metrics.pan``) are, for this run's ``overall`` and ``f05u`` variants."""
+    parts = OVERALL_PARTS[metrics_config["overall"]]
+    f05u = ("F0.5 with non-answers counted as false negatives" if metrics_config["f05u"] == "pan21" else
+            "F0.5 as PAN 2020 computed it: a score of 0.5 counts as a positive answer")
+    return ("PAN's verification metrics, each higher is better (1 = perfect): AUC (ROC area), c@1 "
+            "(accuracy that credits a non-answer, a score of exactly 0.5, with the accuracy of the "
+            f"answers), F0.5u ({f05u}), F1 (answered cases), 1 - Brier (one minus the mean squared "
+            "error of the scores, as PAN reports it; not the Brier loss), Overall (the mean of "
+            f"{', '.join(METRIC_TITLES[p] for p in parts)}).")
+
+
 def sampling_k(report: dict[str, Any]) -> int:
     return int(report["config"]["sampling"]["k_folds"])
 
@@ -143,7 +150,7 @@ def intro(report: dict[str, Any]) -> list[str]:
             f"Models: {', '.join(report['models'])}. m = {sampling['n_topics']} topics, k = "
             f"{sampling['k_folds']} folds, random seeds {sampling['random_seeds']}, overall = "
             f"{report['config']['metrics']['overall']}. " + seeds,
-            METRICS_NOTE]
+            metrics_note(report["config"]["metrics"])]
 
 
 def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:

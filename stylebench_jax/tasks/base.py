@@ -28,6 +28,21 @@ class TooFewInstances(ValueError):
     naming the cell, not as a traceback."""
 
 
+class ModelOutputError(ValueError):
+    """The model returned NaN or infinity (a broken checkpoint, an overflow in half precision):
+    ``stylebench eval`` reports it as one line naming the cell and the text."""
+
+
+def _check_finite(values: np.ndarray, what: str, name: str) -> np.ndarray:
+    """``values`` unchanged, or ``ModelOutputError`` naming the first row (text) that is not finite;
+    caught here, a NaN would sort as the lowest score in one metric and the highest in another."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row = int(np.flatnonzero(bad.reshape(len(values), -1).any(axis=1))[0])
+        raise ModelOutputError(f"{name} returned NaN or infinity for {what} {row}")
+    return values
+
+
 @dataclasses.dataclass(frozen=True)
 class Score:
     """One reported number: point estimate, 95% bootstrap interval, and the instance count."""
@@ -84,14 +99,16 @@ class TextScorer:
         average vectors before normalising, as STEB's episodes do."""
         if not self.has_vectors:
             raise NotApplicable(f"{self.name} gives only pairwise similarities, not vectors")
-        return np.asarray(self._embed_fn(self.model, texts), dtype=np.float32)
+        return _check_finite(np.asarray(self._embed_fn(self.model, texts), dtype=np.float32), "text",
+                             self.name)
 
     def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """``[len(a)]`` float64 similarity of ``a[i]`` and ``b[i]`` (cosine for embedders)."""
         if len(a) != len(b):
             raise ValueError(f"similarity needs equal-length lists, got {len(a)} and {len(b)}")
         if not self.has_vectors:
-            return np.asarray(self.model.similarity(list(a), list(b)), dtype=np.float64)
+            return _check_finite(np.asarray(self.model.similarity(list(a), list(b)), dtype=np.float64),
+                                 "pair", self.name)
         unique = list(dict.fromkeys(list(a) + list(b)))
         index = {text: i for i, text in enumerate(unique)}
         vectors = self.embed(unique).astype(np.float64)

@@ -46,6 +46,7 @@ from stylebench_jax.metrics import (
     percentile_interval,
 )
 from stylebench_jax.metrics.labels import encode_labels
+from stylebench_jax.metrics.roc import binary_inputs
 from stylebench_jax.tasks.base import NotApplicable, Score, TaskContext, TextScorer, TooFewInstances
 
 MAX_BOOT_ITEMS = 200
@@ -199,8 +200,7 @@ def evaluate_all_to_all(scorer: TextScorer, texts: Sequence[str], labels: Sequen
 def predefined_pair_scores(scores, labels, *, seed: int = 0, n_boot: int = 1000) -> list[Score]:
     """AUROC and EER of given pair ``scores [P]`` with 0/1 ``labels [P]``; CIs by a label-stratified
     bootstrap over pairs. Returns ``[Score("auroc"), Score("eer")]`` with ``n = P``."""
-    scores = np.asarray(scores, dtype=np.float64)
-    same = np.asarray(labels).astype(bool)
+    scores, same = binary_inputs(np.asarray(scores, dtype=np.float64), labels)  # labels bool or 0/1
     _check_both_classes(same, "predefined pairs")
     point = auroc(scores, same), equal_error_rate(scores, same)
     reps = bootstrap_replicates(lambda w: np.stack(auroc_eer_batch(scores, same, w)), scores.size,

@@ -40,6 +40,9 @@ def train(config: TrainConfig, run_dir: str | Path, *, mesh: Mesh, hooks: Sequen
     return result
 
 
+MODEL_SUFFIXES = frozenset({".json", ".txt", ".model", ".safetensors"})
+
+
 def _check_processes_agree(config: TrainConfig) -> None:
     """With several processes: every process has the same resolved config and the same base model
     files (the training texts are compared where they are tokenised, ``training.data``)."""
@@ -50,7 +53,10 @@ def _check_processes_agree(config: TrainConfig) -> None:
         return
     check_processes_agree("the training config (file and overrides)", repr(config))
     folder = base_dir(config)
-    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    # what the loaders read (configs, tokenizer files, safetensors weights), not per-host metadata
+    # (a download tool's .cache timestamps, lock files) or formats we never load (onnx/, *.bin)
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in MODEL_SUFFIXES
+                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     listing = repr([str(p.relative_to(folder)) for p in files])
     check_processes_agree(f"model.base {folder}", listing + weights_digest(files))
 

@@ -23,6 +23,7 @@ from jax.sharding import Mesh
 from sklearn.metrics import balanced_accuracy_score
 
 from stylebench_jax.metrics import auroc, auroc_eer_batch, bootstrap_replicates, percentile_interval
+from stylebench_jax.metrics.roc import binary_inputs
 from stylebench_jax.parallel.distributed import fetch, put_global_batch
 from stylebench_jax.training.data import PairSet, iterate_batches
 from stylebench_jax.training.model import BiEncoder
@@ -94,8 +95,7 @@ def validation_metrics(outputs: dict[str, np.ndarray], pairs: PairSet) -> dict[s
 def auroc_with_ci(scores: np.ndarray, labels: np.ndarray, *, seed: int = 0, n_boot: int = 1000) -> dict:
     """ROC-AUC of pair ``scores`` with a 95% percentile interval from a label-stratified bootstrap
     over pairs (the same resampling as the predefined-pairs task)."""
-    scores = np.asarray(scores, np.float64)
-    same = np.asarray(labels).astype(bool)
+    scores, same = binary_inputs(np.asarray(scores, np.float64), labels)
     reps = bootstrap_replicates(lambda w: auroc_eer_batch(scores, same, w)[0], scores.size, n_boot=n_boot,
                                 seed=seed, strata=same)
     low, high = percentile_interval(reps)
@@ -110,7 +110,7 @@ def auroc_difference_with_ci(scores: np.ndarray, reference: np.ndarray, labels: 
     is the one that says whether one model beats the other; two separate intervals overlapping does
     not say they do not differ."""
     both = np.stack([np.asarray(scores, np.float64), np.asarray(reference, np.float64)])
-    same = np.asarray(labels).astype(bool)
+    _, same = binary_inputs(both[0], labels)
 
     def gain(weights):
         return auroc_eer_batch(both[0], same, weights)[0] - auroc_eer_batch(both[1], same, weights)[0]

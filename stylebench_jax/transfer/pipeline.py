@@ -435,7 +435,7 @@ class TransferRun:
         self.generated = {r["unit"]: r for r in journal if r["status"] == "ok"}
         # a unit the backend cannot serve (no other book to train a Markov chain on) gets the same
         # answer every time: recorded once, not attempted (and journaled) again on every resume
-        self.not_applicable = {r["unit"] for r in journal
+        self.not_applicable = {r["unit"]: r for r in journal
                                if r["status"] == "skipped" and r.get("reason") == "not_applicable"}
         self.traced = {}
         for row in read_journal(self.trace.path):
@@ -450,6 +450,9 @@ class TransferRun:
             unscored = [(units[u], self.generated[u]) for u in units
                         if u in self.generated and self.traced.get(u, {}).get("status") != "ok"]
             self._score_batch(backend, unscored)
+            for u, item in units.items():  # journaled as not applicable, killed before its trace line
+                if u not in self.generated and u in self.not_applicable and u not in self.traced:
+                    self._trace_unscored(item, backend, self.not_applicable[u])
             todo = [item for u, item in units.items()
                     if u not in self.generated and u not in self.not_applicable]
             if todo:

@@ -199,6 +199,28 @@ def test_too_small_data_is_one_line_naming_the_cell(tmp_path):
         run_cells(models()[:1], UNITS[:1], tmp_path, task_runner=tiny, settings=EvalSettings(progress=False))
 
 
+def test_a_model_that_returns_nan_is_one_line_naming_the_cell_and_text(tmp_path):
+    """NaN vectors sorted as the lowest score in one metric and the highest in another, silently."""
+    from stylebench_jax.errors import UserInputError
+    from stylebench_jax.tasks.base import TextScorer
+
+    class Broken(CharHistogram):
+        def embed(self, texts):
+            vectors = super().embed(texts)
+            vectors[1, 0] = np.nan
+            return vectors
+
+    def embed_task(task, scorer, payload, *, seed, n_boot):
+        scorer.embed(["a", "b", "c"])
+        return [Score("x", 0.0, 0.0, 0.0, 1)]
+
+    model = dataclasses.replace(models()[0], model=Broken())
+    with pytest.raises(UserInputError, match=r"cell chars / toy:a / needs_vectors: chars returned NaN or "
+                                             r"infinity for text 1"):
+        run_cells([model], UNITS[:1], tmp_path, task_runner=embed_task, settings=EvalSettings(progress=False))
+    assert TextScorer(CharHistogram()).embed(["a"]).shape[0] == 1
+
+
 def test_same_texts_are_embedded_once_per_model(tmp_path):
     embedder = CharHistogram()
     units = [Unit("toy", subset, "needs_vectors", UNITS[0].payload) for subset in ("a", "b")]

@@ -386,8 +386,9 @@ def test_bad_arguments_raise():
                    {"block_size": 2.5}, {"chunk_rows": 0}):
         with pytest.raises(ValueError, match=f"{next(iter(kwargs))}: expected a whole number >= 1"):
             topk_cosine(c, c, 1, **kwargs)
-    with pytest.raises(ValueError, match=r"shortlist: expected a whole number >= k \(3\)"):
+    with pytest.raises(ValueError, match=r"shortlist: expected >= k \(3\) for a bfloat16 search"):
         topk_cosine(c, c, 3, precision="bfloat16", shortlist=2)
+    assert topk_cosine(c, c, 9, precision="bfloat16", shortlist=4).indices.shape == (4, 4)  # k is 4 here
     # a list of rows is a pool like an array
     assert topk_cosine(c[:1], c.tolist(), 2).indices.tolist() == [[0, 1]]
 

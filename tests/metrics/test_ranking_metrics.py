@@ -167,3 +167,8 @@ def test_recall_at_k_is_deprecated_alias_of_success_at_k():
 def test_bad_cutoffs_are_refused_not_rounded(kwargs, message):
     with pytest.raises(ValueError, match=message):
         per_query_from_hits(np.array([[True, False, False]]), [1], **kwargs)
+    # an array or a generator of cutoffs is as good as a tuple
+    hits = np.array([[False, True, False]])
+    assert per_query_from_hits(hits, [1], ks=np.array([1, 2])) == per_query_from_hits(hits, [1], ks=(1, 2))
+    assert list(per_query_from_hits(hits, [1], ks=(k for k in (1, 2)))) == list(
+        per_query_from_hits(hits, [1], ks=(1, 2)))

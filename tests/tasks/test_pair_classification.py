@@ -152,3 +152,8 @@ def test_all_to_all_without_same_label_pairs_is_a_data_error_before_the_kernel()
         all_to_all_from_embeddings(np.eye(4, dtype=np.float32), list("abcd"), n_boot=10)
     with pytest.raises(TooFewInstances, match="6 same-label and 0 different-label pairs"):
         all_to_all_from_embeddings(np.eye(4, dtype=np.float32), list("aaaa"), n_boot=10)
+
+
+def test_predefined_pair_labels_must_be_0_or_1():
+    with pytest.raises(ValueError, match="bool or 0/1"):  # a 2 was read as True
+        predefined_pair_scores([0.1, 0.9, 0.5, 0.3], [2, 0, 2, 0])

@@ -123,6 +123,12 @@ def test_local_backends_excerpts_scores_and_report(corpus, tmp_path, cache_dir):
     # nothing attempted again: the 2 Markov units without another book are not applicable every time
     assert len((out / "generations.jsonl").read_text().splitlines()) == 12
     assert len((out / "trace.jsonl").read_text().splitlines()) == 12
+    # killed after journaling them but before their trace lines: traced on resume, not lost
+    kept = [line for line in (out / "trace.jsonl").read_text().splitlines()
+            if json.loads(line)["status"] != "skipped"]
+    (out / "trace.jsonl").write_text("".join(line + "\n" for line in kept))
+    resumed = run_transfer(_config(corpus, LOCAL), out, progress=False, log=lambda m: None)
+    assert resumed["runs"] == results["runs"] and len(_trace(out)) == 12
 
 
 def test_killed_run_resumes_without_generating_twice(corpus, tmp_path, cache_dir, monkeypatch):
