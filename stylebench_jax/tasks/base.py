@@ -29,13 +29,15 @@ class TooFewInstances(ValueError):
 
 
 class ModelOutputError(ValueError):
-    """The model returned NaN or infinity (a broken checkpoint, an overflow in half precision):
+    """The model returned NaN or infinity vectors (a broken checkpoint, an overflow in half precision):
     ``stylebench eval`` reports it as one line naming the cell and the text."""
 
 
 def _check_finite(values: np.ndarray, what: str, name: str) -> np.ndarray:
     """``values`` unchanged, or ``ModelOutputError`` naming the first row (text) that is not finite;
-    caught here, a NaN would sort as the lowest score in one metric and the highest in another."""
+    caught here, a NaN vector would sort as the lowest score in one metric and the highest in
+    another. (Similarity-only scorers may return NaN: STEL's baselines do, and its tasks count it as
+    a tie.)"""
     bad = ~np.isfinite(values)
     if bad.any():
         row = int(np.flatnonzero(bad.reshape(len(values), -1).any(axis=1))[0])
@@ -106,9 +108,8 @@ class TextScorer:
         """``[len(a)]`` float64 similarity of ``a[i]`` and ``b[i]`` (cosine for embedders)."""
         if len(a) != len(b):
             raise ValueError(f"similarity needs equal-length lists, got {len(a)} and {len(b)}")
-        if not self.has_vectors:
-            return _check_finite(np.asarray(self.model.similarity(list(a), list(b)), dtype=np.float64),
-                                 "pair", self.name)
+        if not self.has_vectors:  # NaN allowed: STEL's baselines return it where a feature is absent
+            return np.asarray(self.model.similarity(list(a), list(b)), dtype=np.float64)
         unique = list(dict.fromkeys(list(a) + list(b)))
         index = {text: i for i, text in enumerate(unique)}
         vectors = self.embed(unique).astype(np.float64)
