@@ -216,6 +216,10 @@ def main() -> None:
     parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "attribution.json")
     args = parser.parse_args()
+    if args.benchmark is not None:  # before the synthetic part, not after it
+        from stylebench_jax.data.authbench import load_built_split
+
+        load_built_split(args.benchmark, "test")  # a missing or malformed build: its error, now
     result = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count()}}
     if not args.skip_synthetic:
         result["synthetic"] = synthetic_part(args)

@@ -20,15 +20,18 @@ Regimes (sentences/second, higher is better):
       to a temporary directory; `--decoder-texts` real texts truncated at `--decoder-max-length` tokens,
       last-token pooling. Ours: `FlaxDecoderEmbedder.embed`; PyTorch: `Qwen2Model` with the same recipe as
       (b). The tokenizer is the tiny byte-level BPE of tests/fixtures/qwen2 (Qwen's own vocabulary
-      cannot be downloaded here), so texts are ~2-3x more tokens than with Qwen's tokenizer.
+      cannot be downloaded here), so texts are ~2-3x more tokens than with Qwen's tokenizer. Timed
+      as the best of `--repeats` runs of each side in turn (ours, then PyTorch; not interleaved,
+      no median); on a GPU machine ours runs on the card and PyTorch on the CPU.
   (d) whole process (`--rows process`): `stylebench embed --long-text truncate` (cold: fresh cache
       directory; warm: XLA's compiled programs kept, no embedding cache) vs a Python process running
       sentence-transformers' `encode` with its defaults, on the first 100 and 2,000 of the texts of
-      (b); wall time and peak resident memory of each process.
+      (b); wall time and peak resident memory of each process (its own VmHWM, read at its exit).
 Compile time of our jitted programs is reported separately (first call) and excluded from the
-steady-state numbers, as is PyTorch's first-call warm-up. Both sides are warmed, then timed in
-interleaved rounds (ours, PyTorch, ours, ...; `--repeats`), so load changes on a shared machine hit
-both alike; best and ratio of medians are printed, every time is in the JSON with the load average.
+steady-state numbers, as is PyTorch's first-call warm-up. In (a), (b) and (d) both sides are
+warmed, then timed in interleaved rounds (ours, PyTorch, ours, ...; `--repeats`), so load changes on
+a shared machine hit both alike; best and ratio of medians are printed, every time is in the JSON
+with the load average.
 Needs `pip install torch==2.13.0 "transformers<5"` (the `torch` extra of setup.py; (d) also
 sentence-transformers). `--rows` picks minilm ((a) and (b), the default), process (d), all ((a), (b),
 (d)) or decoder (c).
@@ -222,19 +225,43 @@ np.save(sys.argv[2], model.encode(texts, normalize_embeddings=True, convert_to_n
 """
 
 
+# Runs ``python -m MODULE ...`` or ``python -c CODE ...`` as given and, at exit, writes the process's
+# own peak resident size (VmHWM, kB) to stderr.
+PEAK_WRAPPER = """
+import atexit, runpy, sys
+def _peak():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmHWM'):
+            sys.stderr.write('STYLEBENCH_VMHWM ' + line.split()[1] + '\\n')
+atexit.register(_peak)
+mode, target, *rest = sys.argv[1:]
+if mode == '-m':
+    sys.argv = [target, *rest]
+    runpy.run_module(target, run_name='__main__', alter_sys=True)
+else:
+    sys.argv = ['-c', *rest]
+    exec(compile(target, '<string>', 'exec'), {'__name__': '__main__'})
+"""
+
+
 def run_process(command: list[str]) -> tuple[float, float]:
-    """``(wall seconds, peak resident MiB)`` of ``command`` run to completion (its own rusage)."""
+    """``(wall seconds, peak resident MiB)`` of ``command`` (``[python, -m|-c, ...]``) run to
+    completion. The peak is the child's own ``VmHWM``, printed at its exit by ``PEAK_WRAPPER``: not
+    ``getrusage``'s ``ru_maxrss``, which Linux carries over from the parent at the fork (with MiniLM
+    and PyTorch loaded in this process, both sides reported this process's ~1 GB)."""
     import subprocess
 
+    if command[1] not in ("-m", "-c"):
+        raise ValueError(f"run_process: expected [python, -m|-c, ...], found {command[:3]}")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
+    done = subprocess.run([command[0], "-c", PEAK_WRAPPER, *command[1:]], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode:
-        raise RuntimeError(f"{command[:4]} failed ({process.returncode}): {process.stderr.read().decode()}")
-    return wall, usage.ru_maxrss / 1024  # Linux: KiB
+    if done.returncode:
+        raise RuntimeError(f"{command[:4]} failed ({done.returncode}): {done.stderr[-3000:]}")
+    peaks = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("STYLEBENCH_VMHWM ")]
+    return wall, int(peaks[-1]) / 1024
 
 
 def bench_process(texts: list[str], counts: list[int], repeats: int) -> list[dict]:
@@ -365,7 +392,9 @@ def main(argv=None) -> int:
     parser.add_argument("--n-texts", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64, help="ours and PyTorch's (regime b)")
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--threads", type=int, default=os.cpu_count(),
+                        help="PyTorch's intra-op threads (default: every core, as XLA:CPU uses for ours, "
+                             "which this flag does not change: keep the default for a like-for-like row)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "encoder.json")
     parser.add_argument("--rows", choices=("all", "minilm", "process", "decoder"), default="minilm",

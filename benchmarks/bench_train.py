@@ -9,7 +9,11 @@ tokens, ``--batch`` pairs per step, AdamW 2e-5,
 hidden dropout 0.1, float32, in one run on the same CPU:
 
 - ours: ``training.step.train_step`` under ``jax.shard_map`` (mean pooling, bidirectional in-batch
-  InfoNCE over the all-gathered batch, no classifier or adversary: the same work as the peer's loss),
+  InfoNCE over the all-gathered batch, no classifier or adversary; with ``stylebench train``'s
+  global-norm clipping, warm-up schedule and weight decay on matrices only, where MNRL's default is
+  one direction and plain AdamW: a negligible compute difference; ours pads every text to
+  ``--length``, the peer to the batch's longest, equal for the novels pairs at 128, 99.6% of whose
+  texts reach it),
   plain and with gradient caching (``--chunk`` texts per chunk); on 1 device, and on 8 fake CPU devices
   in a child process (XLA_FLAGS must be set before JAX starts); attention as ``stylebench train`` runs
   it (the C++ CPU kernels of ``kernels.cpu_attention``, forward and backward, where they apply; the
@@ -45,7 +49,10 @@ ours from XLA's compiled memory analysis (arguments + outputs + temporaries, not
 doubling batch sizes, and for the plain step also a linear fit of those points; the peer's from the
 peak RSS (``VmHWM``) of two steps at 16/32/64 pairs in child processes, fitted linearly and
 extrapolated for MNRL (labelled as such); CachedMNRL's peak is flat over those sizes and its 2B x 2B
-scores grow quadratically beyond them, so its capacity is not extrapolated.
+scores grow quadratically beyond them, so its capacity is not extrapolated. The two are not one
+measure: XLA's analysis leaves out the runtime, the compiler and the heap (at 16 pairs x 128 tokens
+ours' analysis said 1.43 GiB and its process peaked at 3.53 GiB with compilation, MNRL's at 2.50 GiB);
+the table names each side's method.
 """
 
 from __future__ import annotations
@@ -314,8 +321,12 @@ def largest_batch(measure, start: int, limit: int, ceiling: int) -> tuple[int, l
     """Double the batch from ``start`` while ``measure(batch) <= limit`` bytes (up to ``ceiling``)."""
     points, batch, best = [], start, None
     while batch <= ceiling:
+        began = time.perf_counter()
         used = measure(batch)
         points.append((batch, used))
+        # each size compiles a program (minutes at tens of thousands of pairs): say where it stands
+        print(f"  capacity: {batch} pairs need {used / 2**30:.2f} GiB of {limit / 2**30:.2f} "
+              f"({time.perf_counter() - began:.0f} s)", file=sys.stderr, flush=True)
         if used > limit:
             break
         best = batch
@@ -333,6 +344,9 @@ def main() -> int:
     parser.add_argument("--chunk", type=int, default=16, help="texts per gradient-caching chunk")
     parser.add_argument("--devices", default="1,8", help="device counts for our step (default 1,8)")
     parser.add_argument("--memory-gib", type=float, default=20.0)
+    parser.add_argument("--capacity-ceiling", type=int, default=1 << 16,
+                        help="largest global batch the capacity search tries (default 65536 pairs; "
+                             "gradient caching stays flat, so its search runs up to here)")
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--skip-peer", action="store_true")
     parser.add_argument("--matmul-precision", choices=("highest", "default"), default="highest",
@@ -448,7 +462,7 @@ def main() -> int:
         limit = int(args.memory_gib * 2**30)
         for chunk in (None, args.chunk):
             best, points = largest_batch(lambda b, c=chunk: ours_memory(b, args.length, c, rates[0]),
-                                         args.batch, limit, 1 << 16)
+                                         args.batch, limit, args.capacity_ceiling)
             entry = {"largest_batch": best, "points": points, "method": "XLA compiled memory analysis"}
             within = [(b, used) for b, used in points if used <= limit]
             if chunk is None and len(within) >= 2:  # linear in the batch: the fit compares with the peer's
