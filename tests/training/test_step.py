@@ -291,12 +291,11 @@ def test_adversary_weight_ramps_or_is_constant_without_warmup():
 
 
 def test_arcface_margin_and_scale_are_bounded():
-    from stylebench_jax.config import load_config
+    from stylebench_jax.config import config_from_dict
     from stylebench_jax.errors import UserInputError
-    from stylebench_jax.training.config import TrainConfig
-    from tests.conftest import REPO
+    from stylebench_jax.training.config import ModelConfig
 
-    for override, message in (("model.arcface_margin=3.5", "arcface_margin"),
-                              ("model.arcface_scale=-30", "arcface_scale")):
-        with pytest.raises(UserInputError, match=message):
-            load_config(REPO / "configs/train/minilm_writing7.yaml", TrainConfig, [override])
+    assert config_from_dict(ModelConfig, {"arcface_margin": 0.5, "arcface_scale": 64.0}).arcface_margin == 0.5
+    for key, value in (("arcface_margin", 3.5), ("arcface_margin", -0.3), ("arcface_scale", -30.0)):
+        with pytest.raises(UserInputError, match=key):
+            config_from_dict(ModelConfig, {key: value})
