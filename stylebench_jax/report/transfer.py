@@ -219,9 +219,9 @@ def write_transfer_report(output_dir: Path, results: dict, rows: list[dict]) -> 
     pair = results["paired"]
     if pair.get("differences"):
         tables.append(Table("Paired differences (all backends)",
-                            f"Each pair on the items both backends produced (n; an item is one story, so "
-                            f"several samples of one excerpt count separately); {pair['score']} x100; "
-                            "percentile bootstrap 95% CI over items (1,000 resamples, seed 0).",
+                            f"Each pair on the items both backends produced (n stories); {pair['score']} "
+                            "x100; percentile bootstrap 95% CI resampling excerpts, each with all its "
+                            "samples' stories (1,000 resamples, seed 0).",
                             ["pair", "n", "mean diff x100", "95% CI", "first higher"],
                             [[k, str(v.get("n_items", pair["n_items"])), _points(v["mean"]),
                               f"[{_points(v['ci_low'])}, {_points(v['ci_high'])}]",

@@ -6,7 +6,8 @@ for one value) of ``cosine``, ``score_0_1`` and ``score_calibrated``, each also 
 Only ``status == "ok"`` units carry scores; failed and skipped units are counted with their reasons.
 The paired comparison uses the primary score (calibrated when a calibration is configured, else
 cosine): per pair of backends the mean difference with a 95% percentile bootstrap interval over
-items (``metrics.bootstrap_ci``, 1000 resamples, seed 0) and the share of items where the first
+excerpts (each resampled excerpt brings all its samples' stories; ``metrics.bootstrap_ci``, 1000
+resamples, seed 0) and the share of items where the first
 scores higher. ``ordering`` checks the expected order of the local anchors, copy > markov > shuffle.
 """
 
@@ -59,9 +60,11 @@ def paired(rows: list[dict], backends: Sequence[str], score: str, seed: int = 0,
     ``common_only`` on the items all of them produced (``ordering``); ``n_items`` and ``means``: on
     the items all of them produced."""
     values: dict[str, dict[str, float]] = {b: {} for b in backends}
+    excerpt_of: dict[str, str] = {}
     for row in rows:
         if row["status"] == "ok" and row["backend"] in values:
             values[row["backend"]][row["item"]] = row["scores"][score]
+            excerpt_of[row["item"]] = str(row.get("excerpt", row["item"]))
     common = sorted(set.intersection(*(set(v) for v in values.values()))) if values else []
     out = {"score": score, "n_items": len(common), "means": {}, "differences": {}}
     if common:
@@ -73,11 +76,26 @@ def paired(rows: list[dict], backends: Sequence[str], score: str, seed: int = 0,
             if not both:
                 continue
             diff = np.array([values[a][k] - values[b][k] for k in both])
-            low, high = bootstrap_ci(diff, seed=seed) if diff.size > 1 else (float("nan"), float("nan"))
+            low, high = (_excerpt_bootstrap(diff, [excerpt_of[k] for k in both], seed) if diff.size > 1
+                         else (float("nan"), float("nan")))
             out["differences"][f"{a} - {b}"] = {"mean": float(diff.mean()), "ci_low": low, "ci_high": high,
                                                 "share_first_higher": float(np.mean(diff > 0)),
                                                 "n_items": len(both)}
     return out
+
+
+def _excerpt_bootstrap(diff: np.ndarray, excerpts: Sequence[str], seed: int) -> tuple[float, float]:
+    """95% percentile interval of ``mean(diff)`` resampling *excerpts* with all their items (the
+    stories of one excerpt's samples share its text, so they are not independent); with one story
+    per excerpt it is the item bootstrap, bit for bit (the same weights stream)."""
+    codes, cluster = np.unique(np.asarray(excerpts), return_inverse=True)
+    sums = np.bincount(cluster, weights=diff, minlength=codes.size)
+    sizes = np.bincount(cluster, minlength=codes.size).astype(np.float64)
+    if codes.size == diff.size:  # one item per excerpt: exactly the plain bootstrap of the items
+        return bootstrap_ci(diff, seed=seed)
+    if codes.size < 2:
+        return float("nan"), float("nan")
+    return bootstrap_ci(lambda w: (w @ sums) / (w @ sizes), n=codes.size, seed=seed)
 
 
 def ordering(rows: list[dict], kinds: dict[str, str], score: str) -> dict | None:

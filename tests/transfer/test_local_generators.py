@@ -165,3 +165,39 @@ def test_calibration_diagrams_only_for_the_calibration_in_use(tmp_path):
     calibration.write_text(json.dumps({"embedder": {"name": "function_words", "identity": "y"},
                                        "selection": selection}))
     assert _calibration_figures(results) == {}
+
+
+def test_paired_intervals_resample_excerpts_with_all_their_samples():
+    import numpy as np
+
+    from stylebench_jax.metrics import bootstrap_ci, bootstrap_weights
+    from stylebench_jax.transfer.aggregate import paired
+
+    rng = np.random.default_rng(0)
+
+    def rows(samples):
+        out = []
+        for e in range(8):
+            for s in range(samples):
+                item = f"x#e{e}#s{s}"
+                for backend, shift in (("a", 0.1), ("b", 0.0)):
+                    out.append({"status": "ok", "backend": backend, "item": item, "excerpt": f"x#e{e}",
+                                "scores": {"cosine": float(rng.random()) + shift}})
+        return out
+
+    # one story per excerpt: the plain bootstrap over items, bit for bit
+    one = rows(1)
+    diff = np.array([r["scores"]["cosine"] for r in one if r["backend"] == "a"]) - np.array(
+        [r["scores"]["cosine"] for r in one if r["backend"] == "b"])
+    got = paired(one, ["a", "b"], "cosine")["differences"]["a - b"]
+    assert (got["ci_low"], got["ci_high"]) == bootstrap_ci(diff, seed=0)
+    # three samples per excerpt: excerpts are resampled whole (a manual cluster bootstrap)
+    three = rows(3)
+    a = np.array([r["scores"]["cosine"] for r in three if r["backend"] == "a"])
+    b = np.array([r["scores"]["cosine"] for r in three if r["backend"] == "b"])
+    per_excerpt = (a - b).reshape(8, 3).sum(axis=1)
+    reps = np.concatenate([w @ per_excerpt / (w.sum(axis=1) * 3) for w in bootstrap_weights(8, 1000, 0)])
+    got = paired(three, ["a", "b"], "cosine")["differences"]["a - b"]
+    assert got["n_items"] == 24
+    expected = tuple(np.percentile(reps, [2.5, 97.5]))
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx(expected, abs=1e-12)
