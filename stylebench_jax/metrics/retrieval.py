@@ -58,6 +58,12 @@ def relevant_ranks(scores, relevant, candidate=None) -> np.ndarray:
     if not np.isfinite(scores[candidate]).all():
         # a NaN would rank first (nothing scores >= it) and could pass as a hit
         raise ValueError("scores hold NaN or infinity")
+    return ranks_of_relevant(scores, relevant, candidate)
+
+
+def ranks_of_relevant(scores: np.ndarray, relevant: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+    """:func:`relevant_ranks` of arrays already checked (float64 finite scores, bool masks): for a
+    caller that checks a whole block of queries at once (``tasks.retrieval.rank_relevant``)."""
     rel = np.sort(scores[relevant & candidate])[::-1]
     other = np.sort(scores[~relevant & candidate])
     at_least = other.size - np.searchsorted(other, rel, side="left")  # non-relevant with s >= r_k

@@ -145,6 +145,15 @@ def explicit_coordinator(environ=os.environ) -> dict[str, Any]:
             "process_id": values["JAX_PROCESS_ID"]}
 
 
+def coordinator_host_port(address: str) -> tuple[str, str]:
+    """``(host, port)`` of ``$JAX_COORDINATOR_ADDRESS`` (``host:port``; ``[...]`` around an IPv6
+    literal removed); ``UserInputError`` naming the variable otherwise."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise UserInputError(f"$JAX_COORDINATOR_ADDRESS {address}: expected host:port")
+    return host.strip("[]"), port
+
+
 def wait_for_coordinator(address: str, process_id: int, timeout: float) -> None:
     """Return once ``address`` (``host:port``) accepts a TCP connection; ``UserInputError`` naming the
     address when its host does not resolve, or nothing answers within ``timeout`` seconds. Why: JAX
@@ -153,10 +162,7 @@ def wait_for_coordinator(address: str, process_id: int, timeout: float) -> None:
     polled rather than tried once."""
     import time
 
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise UserInputError(f"$JAX_COORDINATOR_ADDRESS {address}: expected host:port")
-    host = host.strip("[]")  # an IPv6 literal
+    host, port = coordinator_host_port(address)
     try:
         socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
     except socket.gaierror as error:
@@ -180,9 +186,7 @@ def check_port_free(address: str) -> None:
     """``UserInputError`` when the coordinator's port (``host:port``) is taken on this machine, before
     process 0 starts the coordinator there (JAX would fail with "Failed to start RPC server" naming no
     port, or crash, and the other processes would wait for it until their start-up timeout)."""
-    port = address.rpartition(":")[2]
-    if not port.isdigit():
-        raise UserInputError(f"$JAX_COORDINATOR_ADDRESS {address}: expected host:port")
+    _, port = coordinator_host_port(address)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the coordinator's server does
         try:

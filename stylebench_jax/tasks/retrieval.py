@@ -69,10 +69,10 @@ from stylebench_jax.metrics import (
     hits_at_k,
     percentile_interval,
     reciprocal_ranks_first,
-    relevant_ranks,
     steb_reciprocal_ranks,
 )
 from stylebench_jax.metrics.labels import encode_labels
+from stylebench_jax.metrics.retrieval import ranks_of_relevant
 from stylebench_jax.tasks.base import NotApplicable, Score, TaskContext, TextScorer
 
 _MAX_BLOCK_SCORES = 1 << 22
@@ -114,7 +114,7 @@ def rank_relevant(score_rows: ScoreRows, query_codes: np.ndarray, target_codes: 
         rows = np.flatnonzero(exclude[start:stop] >= 0)
         candidate[rows, exclude[start:stop][rows]] = False
         for row in range(stop - start):
-            row_ranks = relevant_ranks(scores[row], relevant[row], candidate[row])
+            row_ranks = ranks_of_relevant(scores[row], relevant[row], candidate[row])  # block checked above
             if row_ranks.size:
                 kept.append(start + row)
                 ranks.append(row_ranks)

@@ -31,6 +31,7 @@ import numpy as np
 from stylebench_jax.encoders.batching import pad_batch
 from stylebench_jax.encoders.tokenizer import TextTokenizer
 from stylebench_jax.errors import UserInputError
+from stylebench_jax.hashing import texts_digest
 from stylebench_jax.metrics.labels import encode_labels
 from stylebench_jax.parallel.distributed import (
     allgather_rows,
@@ -92,11 +93,8 @@ class PairSet:
 
 
 def table_digest(texts: Sequence[str], groups: np.ndarray, topics: np.ndarray) -> str:
-    """SHA-256 of ``texts`` in order (length-prefixed UTF-8) and their group and topic codes."""
-    digest = hashlib.sha256()
-    for text in texts:
-        data = text.encode("utf-8")
-        digest.update(len(data).to_bytes(8, "little") + data)
+    """SHA-256 of ``texts`` in order (``hashing.texts_digest``) and their group and topic codes."""
+    digest = hashlib.sha256(texts_digest(texts).encode("ascii"))
     for codes in (groups, topics):
         digest.update(np.ascontiguousarray(codes, np.int64).tobytes())
     return digest.hexdigest()

@@ -22,7 +22,7 @@ def base_dir(config: TrainConfig) -> Path:
 def train(config: TrainConfig, run_dir: str | Path, *, mesh: Mesh, hooks: Sequence[Hook] = (),
           progress: bool = True) -> TrainResult:
     base = read_encoder_dir(base_dir(config))
-    _check_processes_agree(config)
+    _check_processes_agree(config, base)
     data = load_training_data(config.data, base.tokenizer, config.model.max_length, config.seed,
                               config.trainer.batch_size)
     test_columns = held_out_columns(config) if data.source == "pairs" else None  # checked before training
@@ -40,12 +40,15 @@ def train(config: TrainConfig, run_dir: str | Path, *, mesh: Mesh, hooks: Sequen
     return result
 
 
-MODEL_SUFFIXES = frozenset({".json", ".txt", ".model", ".safetensors"})
+# the small files the loaders read beside the weights (configs, tokenizer files)
+SETTING_SUFFIXES = frozenset({".json", ".txt", ".model"})
 
 
-def _check_processes_agree(config: TrainConfig) -> None:
+def _check_processes_agree(config: TrainConfig, base) -> None:
     """With several processes: every process has the same resolved config and the same base model
-    files (the training texts are compared where they are tokenised, ``training.data``)."""
+    (``base.weights_digest``, which ``read_encoder_dir`` computed, and the digest of its settings
+    files; per-host metadata such as a download tool's dot-folders is not compared). The training
+    texts are compared where they are tokenised (``training.data``)."""
     from stylebench_jax.encoders.checkpoint import weights_digest
     from stylebench_jax.parallel.distributed import check_processes_agree, process_count
 
@@ -53,12 +56,10 @@ def _check_processes_agree(config: TrainConfig) -> None:
         return
     check_processes_agree("the training config (file and overrides)", repr(config))
     folder = base_dir(config)
-    # what the loaders read (configs, tokenizer files, safetensors weights), not per-host metadata
-    # (a download tool's .cache timestamps, lock files) or formats we never load (onnx/, *.bin)
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in MODEL_SUFFIXES
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in SETTING_SUFFIXES
                    and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     listing = repr([str(p.relative_to(folder)) for p in files])
-    check_processes_agree(f"model.base {folder}", listing + weights_digest(files))
+    check_processes_agree(f"model.base {folder}", listing + weights_digest(files) + base.weights_digest)
 
 
 def held_out_columns(config: TrainConfig) -> dict[str, list] | None:

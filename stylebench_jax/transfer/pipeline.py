@@ -38,7 +38,6 @@ with every HTTP backend's key before it is written, whatever produced it.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -56,6 +55,7 @@ import numpy as np
 from stylebench_jax.config import InvalidField, config_to_dict
 from stylebench_jax.errors import UserInputError
 from stylebench_jax.fileio import read_json_file, write_jsonl_atomic, write_text_atomic
+from stylebench_jax.hashing import file_sha256
 from stylebench_jax.transfer.config import HTTP_KINDS, TransferConfig
 from stylebench_jax.transfer.excerpts import Excerpt, book_excerpts, load_reference_books
 from stylebench_jax.transfer.generation import (
@@ -277,8 +277,7 @@ def _fingerprint(config: TransferConfig, backends: Sequence = (), calibration=No
         data["scoring"].pop(key, None)
     data["resolved_backends"] = {b.name: {"model": b.model, "base_url": b.base_url}
                                  for b in backends if getattr(b, "base_url", None) is not None}
-    data["calibration_sha256"] = (hashlib.sha256(calibration.path.read_bytes()).hexdigest()
-                                  if calibration is not None else None)
+    data["calibration_sha256"] = file_sha256(calibration.path) if calibration is not None else None
     return data
 
 
