@@ -45,6 +45,11 @@ def _check_finite(values: np.ndarray, what: str, name: str) -> np.ndarray:
     return values
 
 
+def _preview(text: str, limit: int = 40) -> str:
+    """``text`` quoted and cut to ``limit`` characters, for an error message."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
 @dataclasses.dataclass(frozen=True)
 class Score:
     """One reported number: point estimate, 95% bootstrap interval, and the instance count."""
@@ -104,12 +109,23 @@ class TextScorer:
         return _check_finite(np.asarray(self._embed_fn(self.model, texts), dtype=np.float32), "text",
                              self.name)
 
-    def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
-        """``[len(a)]`` float64 similarity of ``a[i]`` and ``b[i]`` (cosine for embedders)."""
+    def similarity(self, a: Sequence[str], b: Sequence[str], *, nan_is_tie: bool = False) -> np.ndarray:
+        """``[len(a)]`` float64 similarity of ``a[i]`` and ``b[i]`` (cosine for embedders).
+
+        A similarity-only scorer may return NaN where its feature is undefined (STEL's punctuation
+        and uppercase baselines on an empty text: 0 / 0). STEL's protocol counts it as a tie
+        (``nan_is_tie=True``, order alignment); every other task would rank it arbitrarily, so
+        there it is ``ModelOutputError`` naming the pair."""
         if len(a) != len(b):
             raise ValueError(f"similarity needs equal-length lists, got {len(a)} and {len(b)}")
-        if not self.has_vectors:  # NaN allowed: STEL's baselines return it where a feature is absent
-            return np.asarray(self.model.similarity(list(a), list(b)), dtype=np.float64)
+        if not self.has_vectors:
+            values = np.asarray(self.model.similarity(list(a), list(b)), dtype=np.float64)
+            bad = np.isinf(values) if nan_is_tie else ~np.isfinite(values)
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise ModelOutputError(f"{self.name} returned {values[row]} for pair {row} "
+                                       f"({_preview(a[row])} / {_preview(b[row])})")
+            return values
         unique = list(dict.fromkeys(list(a) + list(b)))
         index = {text: i for i, text in enumerate(unique)}
         vectors = self.embed(unique).astype(np.float64)

@@ -151,7 +151,8 @@ def _pair_similarities(scorer: TextScorer, left: list[str], right: list[str],
         return out
     pairs = list(dict.fromkeys(zip(left, right)))
     position = {pair: i for i, pair in enumerate(pairs)}
-    values = np.asarray(scorer.similarity([a for a, _ in pairs], [b for _, b in pairs]), dtype=np.float64)
+    # STEL counts an undefined (NaN) similarity as a tie
+    values = scorer.similarity([a for a, _ in pairs], [b for _, b in pairs], nan_is_tie=True)
     return values[np.fromiter((position[pair] for pair in zip(left, right)), dtype=np.int64,
                               count=len(left))]
 

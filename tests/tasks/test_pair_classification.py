@@ -157,3 +157,16 @@ def test_all_to_all_without_same_label_pairs_is_a_data_error_before_the_kernel()
 def test_predefined_pair_labels_must_be_0_or_1():
     with pytest.raises(ValueError, match="bool or 0/1"):  # a 2 was read as True
         predefined_pair_scores([0.1, 0.9, 0.5, 0.3], [2, 0, 2, 0])
+
+
+def test_an_undefined_similarity_is_a_model_output_error_naming_the_pair():
+    """STEL's punctuation baseline gives NaN on an empty text (0 / 0, a tie in STEL's own tasks); in a
+    pair task it reached the metric as a bare ValueError ("scores hold NaN") with a traceback."""
+    from stylebench_jax.encoders.baselines.stel_surface import PunctuationSimilarity
+    from stylebench_jax.tasks.base import ModelOutputError
+
+    pairs = [("Hello, there.", "Yes; indeed!", True), ("", "Oh, no.", False), ("Fine.", "Well, fine.", True)]
+    scorer = TextScorer(PunctuationSimilarity())
+    with pytest.raises(ModelOutputError, match=r"punctuation returned nan for pair 1 \('' / 'Oh, no.'\)"):
+        evaluate_predefined_pairs(scorer, pairs, n_boot=10)
+    assert np.isnan(scorer.similarity(["", "a,"], ["b.", "c."], nan_is_tie=True)[0])  # STEL's tie rule
