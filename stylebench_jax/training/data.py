@@ -42,14 +42,15 @@ from stylebench_jax.parallel.distributed import (
 from stylebench_jax.training.config import DataConfig
 from stylebench_jax.training.features import feature_stats, standardize, style_features
 
-BATCH_KEYS = ("ids1", "mask1", "ids2", "mask2", "labels", "groups1", "groups2", "topics1", "topics2",
-              "feats1", "feats2", "same_topic", "valid")
+BATCH_KEYS = ("ids1", "mask1", "ids2", "mask2", "labels", "groups1", "groups2", "texts1", "texts2",
+              "topics1", "topics2", "feats1", "feats2", "same_topic", "valid")
 
 
 @dataclasses.dataclass
 class TextTable:
     """Tokenised texts: ``ids``/``mask [T, L]`` int32, ``groups [T]``, ``topics [T]`` (-1 unknown),
-    ``feats [T, 3]`` standardised style features."""
+    ``feats [T, 3]`` standardised style features, ``text_codes [T]`` int32 (equal for equal texts:
+    a passage found in two books is two rows, one text)."""
 
     texts: list[str]
     ids: np.ndarray
@@ -57,6 +58,7 @@ class TextTable:
     groups: np.ndarray
     topics: np.ndarray
     feats: np.ndarray
+    text_codes: np.ndarray
 
 
 @dataclasses.dataclass
@@ -83,7 +85,8 @@ class PairSet:
         a, b = self.first[take], self.second[take]
         out = {"ids1": t.ids[a], "mask1": t.mask[a], "ids2": t.ids[b], "mask2": t.mask[b],
                "labels": self.labels[take].astype(np.int32),
-               "groups1": t.groups[a], "groups2": t.groups[b], "topics1": t.topics[a], "topics2": t.topics[b],
+               "groups1": t.groups[a], "groups2": t.groups[b], "texts1": t.text_codes[a],
+               "texts2": t.text_codes[b], "topics1": t.topics[a], "topics2": t.topics[b],
                "feats1": t.feats[a], "feats2": t.feats[b],
                "same_topic": (t.topics[a] == t.topics[b]) & (t.topics[a] >= 0),
                "valid": np.arange(size) < rows.size}
@@ -115,8 +118,10 @@ def tokenize_table(texts: Sequence[str], groups: np.ndarray, topics: np.ndarray,
     if process_count() > 1:
         ids, mask, raw = (np.concatenate(allgather_rows(a)) for a in (ids, mask, raw))
     mean, std = feature_stats(raw) if stats is None else stats
+    first_seen: dict[str, int] = {}
+    text_codes = np.array([first_seen.setdefault(text, len(first_seen)) for text in texts], np.int32)
     return TextTable(list(texts), ids, mask, np.asarray(groups, np.int32), np.asarray(topics, np.int32),
-                     standardize(raw, mean, std))
+                     standardize(raw, mean, std), text_codes)
 
 
 @dataclasses.dataclass

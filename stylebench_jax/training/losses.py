@@ -7,7 +7,9 @@ All functions are pure ``jax.numpy`` and work on one device's share of a global 
 Contrastive layout. A batch of ``B`` pairs has ``2B`` texts; the candidate matrix of the global
 batch is ``Z = [z1 (B rows, text1 of every pair, device order); z2 (B rows, text2)]`` (L2-normalised
 embeddings), with ``groups [2B]`` (book or author ids) in the same order. An anchor is a row of the
-local shard; ``anchor_index`` gives its row in ``Z`` (so it is not its own candidate).
+local shard; ``anchor_index`` gives its row in ``Z`` (so it is not its own candidate). Rows whose text
+is in the batch under two groups (:func:`contradicted_texts`) are masked by the caller as anchors,
+queries and candidates.
 """
 
 from __future__ import annotations
@@ -54,6 +56,23 @@ def weighted_cross_entropy(logits: jax.Array, labels: jax.Array, valid: jax.Arra
     total = ((1.0 - label_smoothing) * item_weights * nll).sum() \
         + label_smoothing / n_classes * (valid * smooth).sum()
     return total, item_weights.sum()
+
+
+def contradicted_texts(text_codes: jax.Array, groups: jax.Array) -> jax.Array:
+    """``[M]`` bool: the rows whose text appears in these ``M`` rows under more than one group.
+
+    A passage found in two books (or a text listed under two authors) is one text with two groups; in
+    one batch it would be its own negative, a target no encoder can meet (cosine 1 to itself), so
+    both copies take no part in that batch's contrastive loss. ``text_codes [M]`` equal for equal
+    texts, ``groups [M]``. O(M log M): rows sorted by text, a text's group range per segment."""
+    m = text_codes.shape[0]
+    order = jnp.argsort(text_codes, stable=True)
+    codes, codes_groups = text_codes[order], groups[order]
+    starts = jnp.concatenate([jnp.ones((1,), bool), codes[1:] != codes[:-1]])
+    segment = jnp.cumsum(starts) - 1
+    low = jax.ops.segment_min(codes_groups, segment, num_segments=m)
+    high = jax.ops.segment_max(codes_groups, segment, num_segments=m)
+    return jnp.zeros((m,), bool).at[order].set((low != high)[segment])
 
 
 def supcon(anchors: jax.Array, anchor_groups: jax.Array, anchor_index: jax.Array, candidates: jax.Array,

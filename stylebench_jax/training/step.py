@@ -41,7 +41,13 @@ from jax.sharding import PartitionSpec as P
 
 from stylebench_jax.parallel import replicated
 from stylebench_jax.training.config import LossConfig, OptimConfig
-from stylebench_jax.training.losses import distillation_kl, info_nce, supcon, weighted_cross_entropy
+from stylebench_jax.training.losses import (
+    contradicted_texts,
+    distillation_kl,
+    info_nce,
+    supcon,
+    weighted_cross_entropy,
+)
 from stylebench_jax.training.model import BiEncoder, clamp_temperature
 
 AXIS = "data"
@@ -199,22 +205,28 @@ def local_loss(params, z, batch, key, step, *, model: BiEncoder, spec: StepSpec)
     g1, g2 = _gather(n1), _gather(n2)
     groups1, groups2 = _gather(batch["groups1"]), _gather(batch["groups2"])
     valid_all = _gather(valid)
+    # a text under two groups in this batch (losses.contradicted_texts) is left out of the contrastive part
+    n_global = groups1.shape[0]
+    clear = ~contradicted_texts(jnp.concatenate([_gather(batch["texts1"]), _gather(batch["texts2"])]),
+                                jnp.concatenate([groups1, groups2]))
+    clear1, clear2 = clear[:n_global], clear[n_global:]
     if loss_cfg.contrastive == "supcon":
         candidates = jnp.concatenate([g1, g2])
+        rows = anchor_rows(b, spec.n_data, device)
         sums["contrastive"], counts["contrastive"] = supcon(
             jnp.concatenate([n1, n2]), jnp.concatenate([batch["groups1"], batch["groups2"]]),
-            anchor_rows(b, spec.n_data, device), candidates, jnp.concatenate([groups1, groups2]), temperature,
-            anchor_valid=jnp.concatenate([valid, valid]),
-            candidate_valid=jnp.concatenate([valid_all, valid_all]))
+            rows, candidates, jnp.concatenate([groups1, groups2]), temperature,
+            anchor_valid=jnp.concatenate([valid, valid]) & clear[rows],
+            candidate_valid=jnp.concatenate([valid_all, valid_all]) & clear)
     else:  # bidirectional InfoNCE, queries = the positive pairs' sides; keys = every valid row of the
         # global batch, the texts of negative (label 0) pairs included (more keys than
         # sentence-transformers' symmetric MNRL on (anchor, positive) pairs), same-group keys masked
         own = device * b + jnp.arange(b)
-        positive = valid & (batch["labels"] == 1)
+        positive = valid & (batch["labels"] == 1) & clear1[own] & clear2[own]
         s12, c12 = info_nce(n1, batch["groups1"], own, g2, groups2, temperature, query_valid=positive,
-                            key_valid=valid_all)
+                            key_valid=valid_all & clear2)
         s21, c21 = info_nce(n2, batch["groups2"], own, g1, groups1, temperature, query_valid=positive,
-                            key_valid=valid_all)
+                            key_valid=valid_all & clear1)
         sums["contrastive"], counts["contrastive"] = s12 + s21, c12 + c21
     head_key = jax.random.fold_in(key, HEAD_KEY)
     deterministic = not spec.train_dropout

@@ -31,3 +31,5 @@ def test_a_passage_in_two_books_keeps_each_books_group():
     assert len(pairs.table.texts) == 4  # the shared passage is one row per book
     same = [i for i, t in enumerate(pairs.table.texts) if t == "same words here."]
     np.testing.assert_array_equal(pairs.table.ids[same[0]], pairs.table.ids[same[1]])
+    # ... and one text code, so a batch holding both rows leaves them out of the contrastive loss
+    assert batch["texts1"][0] == batch["texts2"][1] and len(set(pairs.table.text_codes.tolist())) == 3

@@ -11,7 +11,7 @@ import pytest
 from stylebench_jax.kernels import cpu_attention
 from stylebench_jax.parallel import make_mesh
 from stylebench_jax.training.config import LossConfig, OptimConfig
-from stylebench_jax.training.losses import supcon, weighted_cross_entropy
+from stylebench_jax.training.losses import contradicted_texts, supcon, weighted_cross_entropy
 from stylebench_jax.training.model import BiEncoder
 from stylebench_jax.training.step import (
     StepSpec,
@@ -51,7 +51,8 @@ def make_batch(b, seed=0, n_groups=5):
     labels = rng.integers(0, 2, b).astype(np.int32)
     g2 = np.where(labels == 1, g1, (g1 + 1 + rng.integers(0, n_groups - 1, b)) % n_groups).astype(np.int32)
     return {"ids1": ids1, "mask1": mask1, "ids2": ids2, "mask2": mask2, "labels": labels,
-            "groups1": g1, "groups2": g2, "topics1": rng.integers(-1, 5, b).astype(np.int32),
+            "groups1": g1, "groups2": g2, "texts1": np.arange(b, dtype=np.int32),
+            "texts2": np.arange(b, 2 * b, dtype=np.int32), "topics1": rng.integers(-1, 5, b).astype(np.int32),
             "topics2": rng.integers(0, 5, b).astype(np.int32),
             "feats1": rng.normal(size=(b, 3)).astype(np.float32),
             "feats2": rng.normal(size=(b, 3)).astype(np.float32),
@@ -100,6 +101,84 @@ def test_gathered_layout_pins_positives():
     assert float(count) == 2.0
     expected = -np.log(np.e / (np.e + 6.0))  # its positive at cosine 1, the six others at 0
     assert float(total) == pytest.approx(2 * expected, rel=1e-6)
+
+
+def test_contradicted_texts_are_those_under_two_groups():
+    codes = jnp.array([0, 1, 0, 2, 1, 3, 0])
+    groups = jnp.array([5, 6, 7, 8, 6, 9, 5])
+    # text 0 under groups 5 and 7 (rows 0, 2, 6); text 1 twice under group 6 (a positive, kept)
+    assert contradicted_texts(codes, groups).tolist() == [True, False, True, False, False, False, True]
+
+
+def _reference_contrastive(z, batch, temperature, kind, excluded):
+    """NumPy SupCon (mean over anchors with a positive) or bidirectional InfoNCE over the global batch
+    ``Z = [z1; z2]``, with the rows ``excluded`` taking no part, written from the definitions."""
+    b = len(batch["labels"])
+    z = z / np.linalg.norm(z, axis=1, keepdims=True)
+    groups = np.concatenate([batch["groups1"], batch["groups2"]])
+    logits = z @ z.T / temperature
+    terms = []
+    if kind == "supcon":
+        for i in np.flatnonzero(~excluded):
+            others = [j for j in range(2 * b) if j != i and not excluded[j]]
+            positives = [j for j in others if groups[j] == groups[i]]
+            if positives:
+                log_norm = np.log(np.exp(logits[i, others]).sum())
+                terms.append(-np.mean([logits[i, p] - log_norm for p in positives]))
+        return float(np.mean(terms))
+    for i in range(b):
+        if batch["labels"][i] != 1 or excluded[i] or excluded[b + i]:
+            continue
+        for query, target, keys in ((i, b + i, range(b, 2 * b)), (b + i, i, range(b))):
+            allowed = [k for k in keys if not excluded[k] and (k == target or groups[k] != groups[query])]
+            terms.append(np.log(np.exp(logits[query, allowed]).sum()) - logits[query, target])
+    return float(np.mean(terms))
+
+
+@pytest.mark.parametrize("contrastive", ["supcon", "infonce"])
+def test_a_text_under_two_groups_takes_no_part_in_the_contrastive_loss(contrastive):
+    """A passage found in two books is one text with two groups: in one batch it was a negative of
+    itself (cosine 1, a target no encoder meets). Both copies now leave that batch's contrastive
+    loss; the step's value matches a NumPy reference on its embeddings, on 1 and 8 devices."""
+    from jax import lax
+
+    from stylebench_jax.training import step as step_module
+
+    model = tiny_model(dropout_rate=0.0, head_dropout=0.0)
+    params = init(model)
+    batch = make_batch(16, seed=3)
+    batch["labels"][[2, 5, 11]] = 1
+    batch["groups2"][[2, 5, 11]] = batch["groups1"][[2, 5, 11]]
+    # pair 5's second text is pair 11's first text under another group; pair 2's second text repeats
+    # pair 2's first text under its own group (a positive: kept)
+    batch["groups1"][11] = (batch["groups1"][5] + 1) % 5
+    batch["groups2"][11] = batch["groups1"][11]
+    batch["texts2"][5] = batch["texts1"][11]
+    batch["ids2"][5], batch["mask2"][5] = batch["ids1"][11], batch["mask1"][11]
+    batch["texts2"][2] = batch["texts1"][2]
+    batch["ids2"][2], batch["mask2"][2] = batch["ids1"][2], batch["mask1"][2]
+    excluded = np.zeros(32, bool)
+    excluded[[16 + 5, 11]] = True
+    spec1 = StepSpec(LossConfig(contrastive=contrastive), total_steps=10, n_data=1, train_dropout=False)
+    z = np.asarray(jax.jit(lambda p, bt: step_module.embed_local(p, bt, jax.random.key(0), model=model,
+                                                                 spec=spec1))(params, batch), np.float64)
+    temperature = float(model.apply({"params": params}, method=BiEncoder.temperature))
+    expected = _reference_contrastive(z, batch, temperature, contrastive, excluded)
+    kept_all = _reference_contrastive(z, batch, temperature, contrastive, np.zeros(32, bool))
+    assert abs(expected - kept_all) > 1e-3  # the exclusion changes the value
+    P = jax.sharding.PartitionSpec
+    for n in (1, 8):
+        spec = StepSpec(LossConfig(contrastive=contrastive), total_steps=10, n_data=n, train_dropout=False)
+
+        def body(p, bt, k, spec=spec):
+            z = step_module.embed_local(p, bt, k, model=model, spec=spec)
+            parts = step_module.local_loss(p, z, bt, k, jnp.int32(0), model=model, spec=spec)[1]
+            return lax.pmean(parts["contrastive"], "data")
+
+        mesh = make_mesh(f"data={n}", jax.devices()[:n])
+        fn = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P(), P("data"), P()), out_specs=P(),
+                                   axis_names=frozenset({"data"})))
+        assert float(fn(params, batch, jax.random.key(0))) == pytest.approx(expected, rel=1e-5), n
 
 
 def _torch_cross_entropy(logits, labels, weights, eps):
