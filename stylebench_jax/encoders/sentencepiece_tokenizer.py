@@ -105,7 +105,9 @@ class SentencePieceTokenizer:
             pad = _special_id(processor, tok_config, "pad_token", None, model_file)
             settings = dict(offset=0, unk_id=processor.unk_id(), prefix=(bos,) if add_bos else (),
                             suffix=(eos,) if add_eos else (), pad_id=0 if pad is None else pad, kind="llama")
-            digest_extra = f"llama/bos={int(add_bos)}/eos={int(add_eos)}"
+            # the ids themselves, not only whether they are added: tokenizer_config.json may name
+            # another piece as bos/eos (same model file, other vectors)
+            digest_extra = f"llama/prefix={settings['prefix']}/suffix={settings['suffix']}"
         digest = hashlib.sha256(raw + digest_extra.encode()).hexdigest()[:16]
         kept = {key: tok_config[key] for key in _ID_KEYS if key in tok_config}
         limit = tok_config.get("model_max_length")

@@ -73,3 +73,19 @@ def test_xlmr_export_round_trip_keeps_the_sentencepiece_tokenizer(tmp_path):
     assert reloaded.identity.split("/")[2:] == original.identity.split("/")[2:]  # weights, tokenizer, ...
     texts = reference("xlmr")["texts"]
     np.testing.assert_array_equal(reloaded.embed(texts), original.embed(texts))
+
+
+def test_llama_digest_follows_the_special_ids_not_only_their_flags(tmp_path):
+    """tokenizer_config.json naming another piece as bos gives other ids (other vectors) from the same
+    model file; the digest (and with it the embedding cache's key) hashed only add_bos/add_eos, so the
+    cache served the old vectors."""
+    import json
+
+    folder = copy_model("llama", tmp_path)
+    before = load_tokenizer(folder)
+    config_file = folder / "tokenizer_config.json"
+    config = json.loads(config_file.read_text())
+    config["bos_token"] = "</s>"
+    config_file.write_text(json.dumps(config))
+    after = load_tokenizer(folder)
+    assert after.prefix != before.prefix and after.digest != before.digest
