@@ -32,6 +32,7 @@ its cache directory does not show the primary's shard (a host-local disk).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -88,7 +89,7 @@ def _shard_complete(vectors_path: Path, keys_path: Path, dim: int | None = None)
     try:
         keys = np.load(keys_path, mmap_mode="r", allow_pickle=False)
         vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError):
+    except (OSError, ValueError, EOFError):  # EOFError: an empty file
         return False
     return (keys.ndim == 2 and keys.shape[1] == KEY_BYTES and vectors.ndim == 2
             and vectors.shape[0] == keys.shape[0] and vectors.dtype == np.dtype("<f4")
@@ -131,6 +132,7 @@ class EmbeddingCache:
         self.enabled = enabled
         self._index: dict[str, dict[bytes, tuple[Path, int]]] = {}
         self._verified: dict[Path, bool] = {}  # vectors files checked against their checksum
+        self._damage_reported: set[Path] = set()
         self.hits = 0
         self.misses = 0
         self._store_failed = False  # a store failed (full disk...): said once
@@ -147,11 +149,17 @@ class EmbeddingCache:
         index: dict[bytes, tuple[Path, int]] = {}
         if space.is_dir():
             if sweep:  # not for `cache info`, which only reads (and may be given a read-only cache)
-                remove_orphans(space)  # temporaries of writers killed mid-write (fileio)
+                with contextlib.suppress(PermissionError):  # a space another user made: read it as is
+                    remove_orphans(space)  # temporaries of writers killed mid-write (fileio)
             for keys_path in sorted(space.glob("*.keys.npy")):
                 vectors_path = keys_path.with_name(keys_path.name.replace(".keys.npy", ".vectors.npy"))
                 if not _shard_complete(vectors_path, keys_path, dim):
-                    continue  # incomplete (an interrupted run) or damaged shard: its texts are recomputed
+                    # keys are renamed into place last, so a shard with keys that does not read whole
+                    # was damaged after it was written (a writer killed between the renames leaves
+                    # vectors without keys, which is not said); either way its texts are recomputed
+                    if sweep and vectors_path.exists():
+                        self._report_damage(vectors_path, "does not read as a whole shard")
+                    continue
                 keys = np.load(keys_path, allow_pickle=False)
                 for row, k in enumerate(keys):
                     index.setdefault(k.tobytes(), (vectors_path, row))
@@ -178,7 +186,7 @@ class EmbeddingCache:
                 vectors = np.load(path, mmap_mode="r", allow_pickle=False)
                 dest, src = map(list, zip(*pairs))
                 out[dest] = vectors[np.asarray(src)]
-            except (OSError, ValueError):  # removed meanwhile (`cache clear` by another process)
+            except (OSError, ValueError, EOFError):  # removed meanwhile (`cache clear` by another process)
                 self._index.pop(str(path.parent), None)
                 continue
             found[dest] = True
@@ -192,9 +200,15 @@ class EmbeddingCache:
             ok = _checksum_holds(vectors_path)
             self._verified[vectors_path] = ok
             if not ok:
-                print(f"stylebench: cache shard {vectors_path} does not match its checksum (damaged on "
-                      "disk); its texts are embedded again", file=sys.stderr)
+                self._report_damage(vectors_path, "does not match its checksum")
         return self._verified[vectors_path]
+
+    def _report_damage(self, vectors_path: Path, what: str) -> None:
+        """Say once per process and shard, on stderr, that ``vectors_path``'s shard is damaged."""
+        if vectors_path not in self._damage_reported:
+            self._damage_reported.add(vectors_path)
+            print(f"stylebench: cache shard {vectors_path} {what} (damaged on disk); its texts are "
+                  "embedded again (`stylebench cache clean` removes it)", file=sys.stderr)
 
     def store(self, embedder: Embedder, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Write one new shard holding ``vectors`` for ``texts`` (atomic: vectors, their checksum,
@@ -295,9 +309,12 @@ class EmbeddingCache:
         stats = {"orphans": 0, "incomplete_shards": 0, "damaged_shards": 0, "bytes": 0}
         if not self.root.is_dir():
             return stats
-        stats["orphans"] += remove_orphans(self.root)
+        for directory in (self.root, *sorted(p for p in self.root.iterdir()
+                                            if p.is_dir() and _SPACE_NAME.fullmatch(p.name))):
+            count, freed = remove_orphans(directory)
+            stats["orphans"] += count
+            stats["bytes"] += freed
         for space in sorted(p for p in self.root.iterdir() if p.is_dir() and _SPACE_NAME.fullmatch(p.name)):
-            stats["orphans"] += remove_orphans(space)
             shards = {p.name.split(".")[0] for p in space.glob("*.vectors.npy")} | \
                 {p.name.split(".")[0] for p in space.glob("*.keys.npy")}
             for shard in sorted(shards):

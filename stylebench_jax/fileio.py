@@ -71,24 +71,31 @@ def is_orphan(path: Path, now: float | None = None) -> bool:
     return age > FOREIGN_ORPHAN_AGE
 
 
-def remove_orphans(directory: str | os.PathLike, name: str | None = None) -> int:
+def remove_orphans(directory: str | os.PathLike, name: str | None = None) -> tuple[int, int]:
     """Delete orphaned temporaries in ``directory`` (only those of target ``name`` if given);
-    returns how many were removed. Files being written by live processes are left alone."""
+    returns ``(how many were removed, their bytes)``. Files being written by live processes are
+    left alone."""
     directory = Path(directory)
-    removed = 0
+    removed = freed = 0
     try:
         entries = list(directory.iterdir())
     except (FileNotFoundError, NotADirectoryError):
-        return 0
+        return 0, 0
     for entry in entries:
         if name is not None and not entry.name.startswith(f".{name}{_SEP}") \
                 and not entry.name.startswith(f".{name}."):
             continue
         if is_orphan(entry):
             with contextlib.suppress(FileNotFoundError):
-                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+                if entry.is_dir() and not entry.is_symlink():
+                    size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+                    shutil.rmtree(entry)
+                else:
+                    size = entry.lstat().st_size
+                    entry.unlink()
+                freed += size
             removed += 1
-    return removed
+    return removed, freed
 
 
 def writes_here(every_process: bool = False) -> bool:

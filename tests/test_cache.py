@@ -162,28 +162,38 @@ def _one_shard(cache, model):
     return space, vectors
 
 
-@pytest.mark.parametrize("damage", ["flip", "width", "dtype"])
+@pytest.mark.parametrize("damage", ["flip", "width", "dtype", "empty", "empty keys", "truncated"])
 def test_a_damaged_shard_is_reported_and_recomputed_never_served(tmp_path, capsys, damage):
     """Flipped bytes were served as vectors (max diff 5e37); a header of another width crashed every
-    later run; '>f4' gave NaN vectors."""
+    later run; '>f4' gave NaN vectors; an empty file (np.load: EOFError) ended every later embed,
+    `cache info` and `cache clean` in a traceback; a shard that no longer read was skipped unsaid."""
     model = HashEmbedder()
     texts = [f"text {i}" for i in range(20)]
     EmbeddingCache(tmp_path).embed(model, texts)
     space, vectors = _one_shard(EmbeddingCache(tmp_path), model)
     raw = bytearray(vectors.read_bytes())
+    target = vectors
     if damage == "flip":
         raw[-40:-30] = bytes(10)
     elif damage == "width":
         raw[:128] = raw[:128].replace(b"(20, 16)", b"(20,  8)")
-    else:
+    elif damage == "dtype":
         raw[:128] = raw[:128].replace(b"<f4", b">f4")
-    vectors.write_bytes(bytes(raw))
+    elif damage == "truncated":
+        raw = raw[:200]
+    else:
+        raw = b""
+        target = vectors if damage == "empty" else vectors.with_name(vectors.name.replace("vectors", "keys"))
+    target.write_bytes(bytes(raw))
+    # info reads keys and headers only: a checksum or a width it cannot know counts as before
+    assert EmbeddingCache(tmp_path).info()[0]["vectors"] == (20 if damage in ("flip", "width") else 0)
     fresh = HashEmbedder()
     got = EmbeddingCache(tmp_path).embed(fresh, texts)
     np.testing.assert_array_equal(got, np.stack([vector_of(t) for t in texts]))
     assert fresh.calls == [texts]
-    if damage == "flip":
-        assert "does not match its checksum" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    what = "does not match its checksum" if damage == "flip" else "does not read as a whole shard"
+    assert err.count(f"{vectors} {what}") == 1, err
     # the recomputed shard replaced the damaged one: the next run embeds nothing
     again = HashEmbedder()
     EmbeddingCache(tmp_path).embed(again, texts)
@@ -251,3 +261,30 @@ def test_an_unreadable_checksum_marks_the_shard_damaged(tmp_path):
     fresh = HashEmbedder()
     EmbeddingCache(tmp_path).embed(fresh, ["a", "b"])
     assert fresh.calls == [["a", "b"]]
+
+
+def test_clean_counts_the_bytes_of_the_orphans_it_removes(tmp_path):
+    """A run killed while writing a 16,384-row shard leaves ~25 MB of temporary: `clean` removed it
+    and said "0.0 MiB freed"."""
+    cache, model = EmbeddingCache(tmp_path), HashEmbedder()
+    cache.embed(model, ["a"])
+    (cache.space(model) / ".x.vectors.npy~vm~999999~ab.tmp").write_bytes(bytes(3000))
+    (tmp_path / ".y~vm~999999~cd.tmp").write_bytes(bytes(500))
+    stats = EmbeddingCache(tmp_path).clean()
+    assert (stats["orphans"], stats["bytes"]) == (2, 3500)
+
+
+def test_a_space_whose_orphans_cannot_be_removed_is_read_as_it_is(tmp_path, monkeypatch):
+    """A space made by another user (read-only here) holding a dead writer's temporary: the sweep's
+    PermissionError ended `embed` although every cached row could be read."""
+    cache, model = EmbeddingCache(tmp_path), HashEmbedder()
+    cache.embed(model, ["a", "b"])
+
+    def refuse(directory, name=None):
+        raise PermissionError(13, "Permission denied", str(directory))
+
+    monkeypatch.setattr(cache_module, "remove_orphans", refuse)
+    fresh = HashEmbedder()
+    got = EmbeddingCache(tmp_path).embed(fresh, ["a", "b", "c"])
+    np.testing.assert_array_equal(got, np.stack([vector_of(t) for t in "abc"]))
+    assert fresh.calls == [["c"]]

@@ -227,7 +227,7 @@ def test_orphaned_temporaries_are_removed_by_the_next_write_and_cache_clean(tmp_
     out = capsys.readouterr().out
     assert "1 orphaned temporary file(s), 1 incomplete shard(s)" in out
     assert [p.name for p in space.iterdir()] == ["fresh.vectors.npy"]
-    assert remove_orphans(tmp_path) == 0
+    assert remove_orphans(tmp_path) == (0, 0)
 
 
 @pytest.mark.slow
