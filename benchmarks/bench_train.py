@@ -301,18 +301,17 @@ def timed_rounds(runners: dict, rounds: int, steps: int, batch: int, warm_rounds
 
 def child_peak_rss(kind: str, batch: int, length: int, chunk: int, attention_dropout: float) -> int:
     """Peak RSS (bytes) of a child process running two steps of ``kind`` at ``batch`` pairs: the
-    child's ``VmHWM`` (its own address space's high-water mark). Not ``getrusage``'s ``ru_maxrss``:
-    Linux keeps that across ``execve``, so a child forked from this process (several GB after the
-    timed systems) reported the parent's size at the fork for every batch."""
+    child's own ``VmHWM``, read at its exit (``bench_encoder.run_process``). Not ``getrusage``'s
+    ``ru_maxrss``: Linux keeps that across ``execve``, so a child forked from this process (several
+    GB after the timed systems) reported the parent's size at the fork for every batch."""
+    from benchmarks.bench_encoder import run_process
+
     code = (f"import sys; sys.path.insert(0, {str(REPO)!r}); import benchmarks.bench_train as b; "
             f"f, s, _ = b.text_pairs({2 * batch}, 0); "
             f"step, prep = b.peer_setup({kind!r}, {chunk}, {length}, {attention_dropout!r}); "
-            f"step(prep(f[:{batch}], s[:{batch}])); step(prep(f[{batch}:], s[{batch}:])); "
-            "print([line for line in open('/proc/self/status') if line.startswith('VmHWM')][0].split()[1])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600)
-    if out.returncode:
-        raise RuntimeError(out.stderr[-2000:])
-    return int(out.stdout.strip().splitlines()[-1]) * 1024  # kB
+            f"step(prep(f[:{batch}], s[:{batch}])); step(prep(f[{batch}:], s[{batch}:]))")
+    _, peak_mib = run_process([sys.executable, "-c", code])
+    return round(peak_mib * 2**20)
 
 
 # ------------------------------------------------------------------------------------------ main
