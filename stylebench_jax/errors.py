@@ -5,6 +5,9 @@ user can act on: which file, line or field, what was expected and what was found
 it without a traceback and exits with code 2.
 """
 
+import math
+import numbers
+
 
 class UserInputError(Exception):
     """Bad input from the user: a file, flag, field or name that cannot be used as given."""
@@ -32,3 +35,12 @@ class InvalidOption(UserInputError, ValueError):
         super().__init__(f"{option}: {message}")
         self.option = option
         self.message = message
+
+
+def is_count(value) -> bool:
+    """Whether ``value`` is a whole number >= 1: ``3``, ``3.0`` and ``np.int64(3)`` are; ``2.7`` (which
+    ``int`` would make 2 without a word), ``True``, ``0``, ``inf``, ``"3"`` and ``None`` are not. For
+    argument checks that name the argument in their own message."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        return False
+    return bool(value == int(value) and value >= 1)

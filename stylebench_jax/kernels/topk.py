@@ -82,6 +82,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
+from stylebench_jax.errors import is_count
 from stylebench_jax.kernels import cpu_topk
 from stylebench_jax.kernels.npy_rows import row_source, take_rows
 from stylebench_jax.kernels.scan import (
@@ -400,9 +401,9 @@ def topk_cosine(queries, candidates, k: int, *, mesh: Mesh | None = None,
     _check_precision(precision)
     for name, value in (("k", k), ("block_size", block_size), ("query_batch", query_batch),
                         ("chunk_rows", chunk_rows)):
-        if isinstance(value, bool) or int(value) != value or value < 1:
+        if not is_count(value):
             raise ValueError(f"{name}: expected a whole number >= 1, found {value!r}")
-    if shortlist is not None and (int(shortlist) != shortlist or shortlist < 1):
+    if shortlist is not None and not is_count(shortlist):
         raise ValueError(f"shortlist: expected a whole number >= 1, found {shortlist!r}")
     if isinstance(candidates, (list, tuple)):
         candidates = np.asarray(candidates)

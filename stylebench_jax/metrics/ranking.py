@@ -40,13 +40,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from stylebench_jax.errors import is_count
+
 DEFAULT_KS = (1, 5, 10)
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     ks = tuple(np.asarray(ks).ravel().tolist()) if isinstance(ks, np.ndarray) else tuple(ks)
-    if not ks or any(isinstance(k, bool) or int(k) != k or k < 1 for k in ks):
-        # int(2.7) would silently be 2
+    if not ks or not all(is_count(k) for k in ks):
         raise ValueError(f"ks must be a non-empty list of positive integers, got {ks}")
     return tuple(int(k) for k in ks)
 
@@ -75,8 +76,7 @@ def per_query_from_hits(ordered_hits, n_relevant, ks: Sequence[int] = DEFAULT_KS
     (each for all ks), then mrr.
     """
     ks = _check_ks(ks)
-    if mrr_cutoff is not None and (isinstance(mrr_cutoff, bool) or int(mrr_cutoff) != mrr_cutoff
-                                   or mrr_cutoff < 1):
+    if mrr_cutoff is not None and not is_count(mrr_cutoff):
         raise ValueError(f"mrr_cutoff must be a positive integer or None, got {mrr_cutoff!r}")
     hits = np.asarray(ordered_hits, dtype=bool)
     n_rel = np.asarray(n_relevant, dtype=np.int64)

@@ -383,7 +383,7 @@ def test_bad_arguments_raise():
     # each of these returned nothing, divided by zero, hung (a negative block stepped backwards) or
     # indexed past a shortlist shorter than k
     for kwargs in ({"query_batch": -1}, {"query_batch": 0}, {"block_size": 0}, {"block_size": -8},
-                   {"block_size": 2.5}, {"chunk_rows": 0}):
+                   {"block_size": 2.5}, {"chunk_rows": 0}, {"shortlist": True}, {"shortlist": "8"}):
         with pytest.raises(ValueError, match=f"{next(iter(kwargs))}: expected a whole number >= 1"):
             topk_cosine(c, c, 1, **kwargs)
     with pytest.raises(ValueError, match=r"shortlist: expected >= k \(3\) for a bfloat16 search"):
