@@ -89,6 +89,30 @@ def test_eight_devices_equal_one_device(contrastive, attention):
         np.testing.assert_allclose(b, a, atol=1e-5, rtol=1e-5)
 
 
+def test_eight_devices_equal_one_device_with_the_arcface_margin_on():
+    """The margin acts only where the step is not deterministic (train_dropout), which the test above
+    leaves off; here every dropout rate is 0, so the margin is the only difference, and 8 devices
+    must still give 1 device's losses and parameters."""
+    model = tiny_model(dropout_rate=0.0, head_dropout=0.0, attention_dropout=0.0)
+    params = init(model)
+    batch = make_batch(16, seed=1)
+    results = {}
+    for spec_mesh, train_dropout in (("data=1", True), ("data=8", True), ("data=1", False)):
+        mesh = make_mesh(spec_mesh, jax.devices()[:1] if spec_mesh == "data=1" else None)
+        spec = StepSpec(LossConfig(), total_steps=10, n_data=mesh.shape["data"], train_dropout=train_dropout)
+        optimizer = make_optimizer(OptimConfig(learning_rate=1e-3), 10)
+        step = compile_step(functools.partial(train_step, model=model, spec=spec, optimizer=optimizer), mesh)
+        state, metrics = step(init_state(params, optimizer, mesh), batch, jax.random.key(5))
+        results[spec_mesh, train_dropout] = (jax.tree.map(np.asarray, state.params),
+                                             {k: float(v) for k, v in metrics.items()})
+    (p1, m1), (p8, m8) = results["data=1", True], results["data=8", True]
+    for key in m1:
+        assert m8[key] == pytest.approx(m1[key], rel=1e-5, abs=1e-6), key
+    for a, b in zip(jax.tree_util.tree_leaves(p1), jax.tree_util.tree_leaves(p8)):
+        np.testing.assert_allclose(b, a, atol=1e-5, rtol=1e-5)
+    assert m1["ce"] > results["data=1", False][1]["ce"] + 1e-3  # the margin was on: a harder target
+
+
 def test_gathered_layout_pins_positives():
     # 2 devices x 2 pairs: device 1's text2 row 0 is global row B + 1*b + 0 = 4 + 2 = 6.
     rows = anchor_rows(2, 2, jnp.int32(1))
