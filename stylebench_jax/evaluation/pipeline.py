@@ -146,6 +146,15 @@ def _load_units(suite, datasets: list[tuple[str, str]], data_root: Path, seed: i
     return units, seconds
 
 
+def _check_models_agree(models: list[ModelEntry]) -> None:
+    """With several processes: every process loaded the same models (their identities cover the
+    weights' SHA-256, tokenizer and settings): each embeds a share of the texts, so a process with
+    another checkpoint on its disk would mix two models' vectors in one matrix."""
+    if process_count() > 1:
+        check_processes_agree("the models (--models: weights, tokenizer and settings)",
+                              "\n".join(f"{m.label}\t{m.identity}" for m in models))
+
+
 def _environment() -> dict[str, Any]:
     import jax
 
@@ -166,6 +175,7 @@ def run_evaluation(request: EvalRequest) -> EvalOutcome:
     datasets = _select_datasets(suite, request.datasets)
     mesh = resolve_mesh(request.mesh)
     models = _resolve_models(request, mesh)
+    _check_models_agree(models)
     units, load_seconds = _load_units(suite, datasets, request.data_root, request.seed, request.progress)
     cache = EmbeddingCache(request.cache_dir, enabled=request.use_cache)
     settings = EvalSettings(seed=request.seed, n_boot=request.n_boot, force=request.force,

@@ -92,3 +92,19 @@ def test_eval_refuses_data_another_process_loaded_differently(monkeypatch):
     fake_processes(monkeypatch, lambda mine: mine[::-1])
     with pytest.raises(UserInputError, match=r"the evaluation data \(--data-root.*process 1 of 2"):
         pipeline._load_units(suite, [("stel", "full")], f"{shared}/data", 0, False)
+
+
+def test_eval_refuses_a_model_another_process_loaded_from_other_weights(monkeypatch):
+    """Each process embeds a share of the texts: a checkpoint that differs on one host's disk mixed two
+    models' vectors in one matrix; only the data were compared."""
+    from types import SimpleNamespace
+
+    from stylebench_jax.evaluation import pipeline
+
+    models = [SimpleNamespace(label="minilm", identity="flax-bert/model/weights=ab12/tok=cd")]
+    monkeypatch.setattr(pipeline, "process_count", lambda: 2)
+    fake_processes(monkeypatch, lambda mine: mine)
+    pipeline._check_models_agree(models)
+    fake_processes(monkeypatch, lambda mine: mine.replace("ab12", "ff00"))
+    with pytest.raises(UserInputError, match=r"the models \(--models: weights.*process 1 of 2"):
+        pipeline._check_models_agree(models)
