@@ -81,6 +81,8 @@ class FilterConfig:
     min_ascii_letter_fraction: float = _bounded(0.6, 0.0, 1.0)
     min_stop_words: int = _bounded(2, 0)
     boilerplate_min_books: int = _bounded(3, 2)  # a chunk fingerprint in >= this many books is dropped
+    # not in Writing7: a chunk in exactly two books is dropped from both (two splits, a self-negative)
+    drop_shared_chunks: bool = True
     duplicate_book_overlap: float = _bounded(0.5, 0.01, 1.0)  # filters.duplicate_books
     exclude_unknown_authors: bool = True  # novels: drop books whose author is unknown (Anon_Clara_1864)
 

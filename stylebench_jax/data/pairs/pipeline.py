@@ -11,7 +11,10 @@ Stages, in order (each counted in ``stats["stages"]``):
    the light **English filter** (``filters.is_english``);
 5. **cross-book boilerplate**: chunks whose fingerprint occurs in >= 3 books dropped. We do this
    before the per-book cap (the authors cap first), so a repeated chunk is found even when the cap
-   kept it in only some of its books;
+   kept it in only some of its books. Not in Writing7: a chunk in exactly two books (a story in two
+   anthologies, a passage two editions share below the duplicate-book overlap) is dropped from
+   both too (``filters.drop_shared_chunks``): kept, it would sit in two splits and could be paired
+   with itself as a different-book negative;
 6. **cap**: at most 800 chunks per book, a uniform draw (``unit_rng(seed, "cap", book)``) kept in
    document order; books left with fewer than 2 chunks are dropped (no positive pair possible);
 7. **topics** per chunk (``topics.py``); **neighbour books** by MiniLM centroids (``mining.py``);
@@ -107,14 +110,19 @@ def book_windows(book: str, documents: Sequence[Sequence[str]], *, size: int, ov
     return chunks
 
 
-def drop_boilerplate(chunks_by_book: Mapping[str, list[Chunk]],
-                     min_books: int) -> tuple[dict[str, list[Chunk]], int]:
-    """Stage 5: chunks whose fingerprint occurs in ``>= min_books`` books removed; returns the number."""
+def drop_boilerplate(chunks_by_book: Mapping[str, list[Chunk]], min_books: int, *,
+                     drop_shared: bool = True) -> tuple[dict[str, list[Chunk]], int, int]:
+    """Stage 5: chunks whose fingerprint occurs in ``>= min_books`` books removed, and with
+    ``drop_shared`` those in exactly two books (module docstring); returns the kept chunks and the
+    two numbers removed (boilerplate, in two books)."""
     prints = {book: [fingerprint(c.text) for c in chunks] for book, chunks in chunks_by_book.items()}
     repeated = boilerplate_fingerprints(prints, min_books)
-    kept = {book: [c for c, p in zip(chunks, prints[book]) if p not in repeated]
+    shared = boilerplate_fingerprints(prints, 2) - repeated if drop_shared else set()
+    kept = {book: [c for c, p in zip(chunks, prints[book]) if p not in repeated and p not in shared]
             for book, chunks in chunks_by_book.items()}
-    return kept, sum(len(v) for v in chunks_by_book.values()) - sum(len(v) for v in kept.values())
+    in_two = sum(p in shared for book_prints in prints.values() for p in book_prints)
+    removed = sum(len(v) for v in chunks_by_book.values()) - sum(len(v) for v in kept.values())
+    return kept, removed - in_two, in_two
 
 
 def cap_chunks(chunks: list[Chunk], max_chunks: int, seed: int, book: str) -> list[Chunk]:
@@ -165,7 +173,8 @@ def prepare_pairs(config: PreparePairsConfig, *, embed: Callable[[list[str]], np
                              min_chars=w.min_chars, min_ascii_fraction=f.min_ascii_letter_fraction,
                              min_stop_words=f.min_stop_words, whole_texts=b.whole_texts, counts=counts)
         for b in books}
-    chunks_by_book, counts["chunks_boilerplate"] = drop_boilerplate(chunks_by_book, f.boilerplate_min_books)
+    chunks_by_book, counts["chunks_boilerplate"], counts["chunks_in_two_books"] = drop_boilerplate(
+        chunks_by_book, f.boilerplate_min_books, drop_shared=f.drop_shared_chunks)
     before_cap = sum(len(v) for v in chunks_by_book.values())
     chunks_by_book = {b: cap_chunks(c, w.max_per_book, config.seed, b) for b, c in chunks_by_book.items()}
     counts["chunks_over_cap"] = before_cap - sum(len(v) for v in chunks_by_book.values())
@@ -263,7 +272,8 @@ def _stats(config, counts, duplicates, unknown, neighbours: BookNeighbours, chun
            embedder_name) -> dict:
     stage_order = ("books_loaded", "books_unknown_author", "books_duplicate", "documents", "sentences",
                    "windows", "windows_too_short", "windows_not_english", "chunks_boilerplate",
-                   "chunks_over_cap", "books_too_few_chunks", "chunks_of_dropped_books", "books", "chunks")
+                   "chunks_in_two_books", "chunks_over_cap", "books_too_few_chunks",
+                   "chunks_of_dropped_books", "books", "chunks")
     splits = {}
     for split in SPLITS:
         rows = [i for i, s in enumerate(pairs["split"]) if s == split]

@@ -42,16 +42,21 @@ def test_stage_counts(corpus):
     assert stages["books_loaded"] == 11 and stages["books_duplicate"] == 1
     assert result.stats["duplicate_books"] == [{"book": "corpus/copy", "duplicate_of": "corpus/g0",
                                                 "sentence_overlap": 1.0}]
-    assert stages["chunks_boilerplate"] == 3  # the block in 3 books; the one in 2 books stays
+    assert stages["chunks_boilerplate"] == 3  # the block in 3 books (Writing7's rule)
+    # the one in 2 books: kept it sat in two splits and could pair with itself as a negative
+    assert stages["chunks_in_two_books"] == 2
     assert stages["windows_not_english"] >= 1
     assert BOILERPLATE not in result.chunks["text"]
-    assert sum("tome" in t for t in result.chunks["text"]) == 2
+    assert sum("tome" in t for t in result.chunks["text"]) == 0
     assert not any(t[:1].isdigit() for t in result.chunks["text"])
-    # 10 books x 2 documents x 4 windows + the 2 kept boilerplate-like chunks
-    assert stages["books"] == 10 and stages["chunks"] == 82 == len(result.chunks["text"])
-    dropped = ("windows_too_short", "windows_not_english", "chunks_boilerplate", "chunks_over_cap",
-               "chunks_of_dropped_books")
+    # 10 books x 2 documents x 4 windows
+    assert stages["books"] == 10 and stages["chunks"] == 80 == len(result.chunks["text"])
+    dropped = ("windows_too_short", "windows_not_english", "chunks_boilerplate", "chunks_in_two_books",
+               "chunks_over_cap", "chunks_of_dropped_books")
     assert stages["windows"] == stages["chunks"] + sum(stages[name] for name in dropped)
+    kept = run(make_config(corpus, filters={"drop_shared_chunks": False}))  # Writing7 alone keeps it
+    assert kept.stats["stages"]["chunks_in_two_books"] == 0
+    assert sum("tome" in t for t in kept.chunks["text"]) == 2 and kept.stats["stages"]["chunks"] == 82
 
 
 def test_pair_invariants(corpus):
