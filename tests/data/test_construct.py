@@ -361,6 +361,19 @@ def test_tfds_directory_loads_without_tensorflow(corpus, file_format):
     got = {source[i]["id"].decode(): source[i]["text"].decode() for i in range(len(source))}
     assert got == {r.id: r.text for r in result.splits["test"]}
     assert "tensorflow" not in sys.modules
+    if file_format == "array_record":
+        # each record is serialised with its feature map in sorted order: the same build in another
+        # process gave other bytes (protobuf's map order changes from process to process)
+        from array_record.python.array_record_module import ArrayRecordReader
+        from tensorflow_datasets.proto import tf_example_pb2
+
+        (shard,) = (corpus / "out" / result.manifest["tfds_builder_dir"]).glob("*test.array_record*")
+        reader = ArrayRecordReader(str(shard))
+        records = reader.read_all()
+        reader.close()
+        for raw in records:
+            example = tf_example_pb2.Example.FromString(raw)
+            assert example.SerializeToString(deterministic=True) == raw
     import pyarrow.parquet as pq
 
     table = pq.read_table(corpus / "out" / "parquet" / "dev.parquet")
@@ -638,6 +651,21 @@ def test_chunks_are_contiguous_with_derived_ids(tokenizer):
     assert all(text[c.origin.start : c.origin.end] == c.text for c in chunks)
     again = split_document(record, config, 0, "salt", lambda ts: [len(x) for x in tokenizer.content_ids(ts)])
     assert [c.text for c in again] == [c.text for c in chunks]
+
+
+def test_chinese_documents_are_chunked_at_their_sentence_marks_and_long_runs_at_characters():
+    """Sentences ending in 。！？ with no space after were one "sentence" to the English splitter, and
+    a text without spaces could not be cut: every long Chinese document came out whole, over the cap
+    (or was dropped by the length filter)."""
+    sentences = [f"我今天去了第{i}家商店，买了很多东西{'！' if i % 3 else '。'}" for i in range(60)]
+    text = "".join(sentences) + "这" * 300 + "。"  # a 301-character run with one mark at its end
+    record = Record("src:f:1", "doc_x", "a", "zh", "blog", "", "src", "attribution", text, len(text),
+                    Origin("f", 1, 0, len(text)))
+    config = StructureConfig(max_tokens={"attribution": 100}, chunk_tokens=(40, 80))
+    chunks = split_document(record, config, 0, "salt", lambda ts: [len(t) for t in ts])  # a token a character
+    assert len(chunks) > 15 and "".join(c.text for c in chunks) == text
+    assert all(c.token_length <= 80 for c in chunks)
+    assert all(c.text.endswith(("。", "！")) for c in chunks if "这" not in c.text)  # at sentence ends
 
 
 def make_records(spec):

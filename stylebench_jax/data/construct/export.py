@@ -108,6 +108,22 @@ def write_tfds(directory: Path, name: str, splits: dict[str, Sequence[Record]], 
     builder = builder_class(data_dir=str(directory), file_format=file_format)
     # TFDS prints "Downloading and preparing dataset ..." on stdout: progress belongs on stderr (or
     # nowhere with --quiet)
-    with contextlib.redirect_stdout(io.StringIO() if quiet else sys.stderr):
+    with contextlib.redirect_stdout(io.StringIO() if quiet else sys.stderr), _deterministic_examples():
         builder.download_and_prepare()
     return Path(builder.data_dir)
+
+
+@contextlib.contextmanager
+def _deterministic_examples():
+    """TFDS serialises each ``tf.train.Example`` with ``SerializeToString()``, whose feature map comes
+    out in an order that changes from process to process (the same build twice gave other bytes);
+    for the build's duration it serialises with ``deterministic=True`` (keys sorted)."""
+    from unittest import mock
+
+    from tensorflow_datasets.core.example_serializer import ExampleSerializer
+
+    def serialize_example(self, example):
+        return self.get_tf_example(example).SerializeToString(deterministic=True)
+
+    with mock.patch.object(ExampleSerializer, "serialize_example", serialize_example):
+        yield

@@ -1,12 +1,15 @@
 """A.4 structuring: required fields per task type, and contiguous chunks of over-long documents.
 
 A document longer than ``max_tokens[task_type]`` is split at sentence boundaries
-(``text.sentences.regex_split``: deterministic, unlike the spaCy sentencizer whose presence depends
-on the install) into contiguous chunks: consecutive sentences are packed greedily up to a token
-budget, each chunk's budget drawn from ``chunk_tokens`` by a generator seeded with the build seed
-and the document key (so chunk lengths vary when several budgets are listed); a sentence longer
-than its budget is cut at spaces. Each chunk is the exact character span ``[start, end)`` of the
-document text, inherits its metadata and gets the key ``<document key>@<start>``.
+(``text.sentences.regex_split``, or ``script_split`` for a text written mostly in CJK, Hangul,
+Indic, Arabic... letters, whose sentences end in marks such as ``。`` with no space after; both
+deterministic, unlike the spaCy sentencizer whose presence depends on the install) into contiguous
+chunks: consecutive sentences are packed greedily up to a token budget, each chunk's budget drawn
+from ``chunk_tokens`` by a generator seeded with the build seed and the document key (so chunk
+lengths vary when several budgets are listed); a sentence longer than its budget is cut at spaces,
+or at characters where it has too few spaces (Chinese and Japanese write none). Each chunk is the
+exact character span ``[start, end)`` of the document text, inherits its metadata and gets the key
+``<document key>@<start>``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import numpy as np
 from stylebench_jax.data.construct.config import StructureConfig
 from stylebench_jax.data.construct.records import Origin, Record, document_id
 from stylebench_jax.data.sampling import unit_rng
-from stylebench_jax.text.sentences import regex_split
+from stylebench_jax.text.sentences import regex_split, script_split, uses_script_rules
 
 _SPACE = re.compile(r"\S+")
 
@@ -36,11 +39,11 @@ def missing_field(record: Record, required: tuple[str, ...]) -> str | None:
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of ``regex_split``'s sentences inside ``text``, in order."""
+    """Character spans of the sentences of ``text`` (module docstring), in order."""
     spans, position = [], 0
-    for sentence in regex_split(text):
+    for sentence in (script_split if uses_script_rules(text) else regex_split)(text):
         start = text.find(sentence, position)
-        if start < 0:  # cannot happen: regex_split returns stripped substrings in order
+        if start < 0:  # cannot happen: both splitters return stripped substrings in order
             raise AssertionError("sentence not found in its text")
         spans.append((start, start + len(sentence)))
         position = start + len(sentence)
@@ -48,9 +51,13 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _cut_long(text: str, span: tuple[int, int], n_tokens: int, budget: int) -> list[tuple[int, int]]:
-    """Split one over-long sentence at spaces into ``ceil(n_tokens / budget)`` word-even pieces."""
+    """Split one over-long sentence into ``ceil(n_tokens / budget)`` pieces, even in words (at spaces)
+    or, where it has fewer words than pieces (a text without spaces), even in characters."""
+    needed = -(-n_tokens // budget)
     words = [(m.start() + span[0], m.end() + span[0]) for m in _SPACE.finditer(text[span[0]:span[1]])]
-    pieces = min(len(words), -(-n_tokens // budget))
+    if len(words) < needed:
+        words = [(i, i + 1) for i in range(span[0], span[1]) if not text[i].isspace()]
+    pieces = min(len(words), needed)
     if pieces <= 1:
         return [span]
     bounds = np.linspace(0, len(words), pieces + 1).round().astype(int)
