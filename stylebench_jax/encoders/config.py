@@ -9,6 +9,32 @@ from stylebench_jax.errors import located
 from stylebench_jax.fileio import read_json_file
 
 SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "camembert")
+
+_MISSING = object()
+
+
+def count_field(raw: dict, path, key: str, default=_MISSING, *, minimum: int = 1) -> int:
+    """``raw[key]`` as a whole number >= ``minimum`` (``default`` when absent or null, as transformers
+    reads a null; required when no default is given); ``UserInputError`` naming ``path`` and ``key``.
+    A 0 or negative count (``num_hidden_layers: 0`` left only the embedding layer, silently) and a
+    string or a bool are refused."""
+    value = raw.get(key)
+    if value is None and default is not _MISSING:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise located(path, f"expected an integer >= {minimum}, found {value!r}", field=key)
+    return value
+
+
+def positive_field(raw: dict, path, key: str, default: float) -> float:
+    """``raw[key]`` as a finite number > 0 (``default`` when absent); a null is refused (transformers
+    would pass it on and fail in its layer norm)."""
+    if key not in raw:
+        return default
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise located(path, f"expected a number > 0, found {value!r}", field=key)
+    return float(value)
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 
 
@@ -59,17 +85,15 @@ class EncoderConfig:
         if model_type not in SUPPORTED_MODEL_TYPES:
             raise located(path, f"model_type {model_type!r} is not a BERT-family encoder "
                                 f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})", field="model_type")
-        required = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                    "intermediate_size", "max_position_embeddings")
-        for key in required:
-            if not isinstance(raw.get(key), int):
-                raise located(path, f"expected an integer, found {raw.get(key)!r}", field=key)
+        for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                    "intermediate_size", "max_position_embeddings"):
+            count_field(raw, path, key)
         position_type = raw.get("position_embedding_type", "absolute")
         if position_type not in (None, "absolute"):
             raise located(path, f"position_embedding_type {position_type!r} is not supported (absolute "
                                 "position embeddings only)", field="position_embedding_type")
         roberta_like = model_type in ("roberta", "xlm-roberta", "camembert")
-        pad = int(raw.get("pad_token_id", 1 if roberta_like else 0) or 0)
+        pad = count_field(raw, path, "pad_token_id", 1 if roberta_like else 0, minimum=0)
         try:
             return cls(
                 vocab_size=raw["vocab_size"],
@@ -78,8 +102,8 @@ class EncoderConfig:
                 num_heads=raw["num_attention_heads"],
                 intermediate_size=raw["intermediate_size"],
                 max_position_embeddings=raw["max_position_embeddings"],
-                type_vocab_size=int(raw.get("type_vocab_size", 2)),
-                layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
+                type_vocab_size=count_field(raw, path, "type_vocab_size", 2),
+                layer_norm_eps=positive_field(raw, path, "layer_norm_eps", 1e-12),
                 hidden_act=raw.get("hidden_act", "gelu"),
                 position_offset=pad + 1 if roberta_like else 0,
                 pad_token_id=pad,

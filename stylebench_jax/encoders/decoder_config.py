@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from stylebench_jax.encoders.config import count_field, positive_field
 from stylebench_jax.errors import located
 from stylebench_jax.fileio import read_json_file
 
@@ -141,7 +142,8 @@ class DecoderConfig:
 
     @classmethod
     def _gpt2(cls, raw: dict, path) -> DecoderConfig:
-        _require_ints(raw, path, ("vocab_size", "n_embd", "n_layer", "n_head", "n_positions"))
+        for key in ("vocab_size", "n_embd", "n_layer", "n_head", "n_positions"):
+            count_field(raw, path, key)
         if raw.get("scale_attn_by_inverse_layer_idx") or raw.get("reorder_and_upcast_attn"):
             raise located(path, "GPT-2 options scale_attn_by_inverse_layer_idx / reorder_and_upcast_attn "
                                 "are not supported", field="scale_attn_by_inverse_layer_idx")
@@ -152,20 +154,22 @@ class DecoderConfig:
             raise located(path, f"n_embd {hidden} not divisible by n_head {heads}", field="n_embd")
         return cls(model_type="gpt2", vocab_size=raw["vocab_size"], hidden_size=hidden,
                    num_layers=raw["n_layer"], num_heads=heads, num_kv_heads=heads, head_dim=hidden // heads,
-                   intermediate_size=int(raw.get("n_inner") or 4 * hidden),
+                   intermediate_size=count_field(raw, path, "n_inner", 4 * hidden),
                    max_position_embeddings=raw["n_positions"],
-                   norm_eps=float(raw.get("layer_norm_epsilon", 1e-5)),
+                   norm_eps=positive_field(raw, path, "layer_norm_epsilon", 1e-5),
                    hidden_act=raw.get("activation_function", "gelu_new"), qkv_bias=True, o_bias=True,
-                   mlp_bias=True, pad_token_id=int(raw.get("pad_token_id") or 0))
+                   mlp_bias=True, pad_token_id=count_field(raw, path, "pad_token_id", 0, minimum=-1))
 
     @classmethod
     def _llama(cls, raw: dict, path, model_type: str) -> DecoderConfig:
-        _require_ints(raw, path, ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                                  "intermediate_size", "max_position_embeddings"))
+        for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                    "intermediate_size", "max_position_embeddings"):
+            count_field(raw, path, key)
         heads = raw["num_attention_heads"]
-        kv_heads = int(raw.get("num_key_value_heads") or heads)
+        kv_heads = count_field(raw, path, "num_key_value_heads", heads)
         # transformers' Qwen3Config defaults head_dim to 128, not hidden_size / heads
-        head_dim = raw.get("head_dim") or (128 if model_type == "qwen3" else raw["hidden_size"] // heads)
+        head_dim = count_field(raw, path, "head_dim",
+                               128 if model_type == "qwen3" else raw["hidden_size"] // heads)
         if raw.get("partial_rotary_factor", 1.0) != 1.0:
             raise located(path, "partial rotary embeddings are not supported", field="partial_rotary_factor")
         rope_theta, scaling = _rope_settings(raw, path)
@@ -180,17 +184,19 @@ class DecoderConfig:
         windows = _layer_windows(raw, path, model_type, layers)
         attention_bias = bool(raw.get("attention_bias", False))
         return cls(model_type=model_type, vocab_size=raw["vocab_size"], hidden_size=raw["hidden_size"],
-                   num_layers=layers, num_heads=heads, num_kv_heads=kv_heads, head_dim=int(head_dim),
+                   num_layers=layers, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
                    intermediate_size=raw["intermediate_size"],
                    max_position_embeddings=raw["max_position_embeddings"],
-                   norm_eps=float(raw.get("rms_norm_eps", 1e-6)), hidden_act=raw.get("hidden_act", "silu"),
+                   norm_eps=positive_field(raw, path, "rms_norm_eps", 1e-6),
+                   hidden_act=raw.get("hidden_act", "silu"),
                    rope_theta=rope_theta,
                    rope_scaling=tuple(sorted(scaling.items())),
                    qkv_bias=model_type == "qwen2" or attention_bias,
                    o_bias=model_type != "qwen2" and attention_bias,
                    mlp_bias=bool(raw.get("mlp_bias", False)), qk_norm=model_type == "qwen3",
                    layer_windows=windows,
-                   pad_token_id=int(raw.get("pad_token_id") or 0))
+                   # -1: some Llama configs' way of saying "no pad token"
+                   pad_token_id=count_field(raw, path, "pad_token_id", 0, minimum=-1))
 
 
 def _rope_settings(raw: dict, path) -> tuple[float, dict]:
@@ -235,12 +241,6 @@ def _rope_settings(raw: dict, path) -> tuple[float, dict]:
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
         raise located(path, f"expected a positive number, found {theta!r}", field="rope_theta")
     return float(theta), scaling
-
-
-def _require_ints(raw: dict, path, keys) -> None:
-    for key in keys:
-        if not isinstance(raw.get(key), int) or raw[key] < 1:
-            raise located(path, f"expected a positive integer, found {raw.get(key)!r}", field=key)
 
 
 def _layer_windows(raw: dict, path, model_type: str, layers: int) -> tuple:

@@ -189,6 +189,12 @@ def test_do_lower_case_lowercases_before_tokenising_and_is_keyed(tmp_path):
     ({"position_embedding_type": "relative_key"},
      r"config\.json: field 'position_embedding_type': position_embedding_type 'relative_key' is not"),
     ({"model_type": "mpnet-free-bert"}, r"config\.json: field 'model_type'"),
+    # a traceback (TypeError, ZeroDivisionError) or, for 0 layers, vectors of the embedding layer alone
+    ({"layer_norm_eps": None}, r"config\.json: field 'layer_norm_eps': expected a number > 0, found None"),
+    ({"type_vocab_size": "2"}, r"config\.json: field 'type_vocab_size': expected an integer >= 1"),
+    ({"num_attention_heads": 0}, r"config\.json: field 'num_attention_heads': expected an integer >= 1"),
+    ({"num_hidden_layers": 0}, r"config\.json: field 'num_hidden_layers': expected an integer >= 1, found 0"),
+    ({"num_hidden_layers": True}, r"config\.json: field 'num_hidden_layers': expected an integer >= 1"),
 ])
 def test_architectures_we_do_not_compute_are_refused(tmp_path, change, message):
     folder = copy_model("bert", tmp_path)

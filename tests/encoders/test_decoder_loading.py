@@ -115,6 +115,8 @@ def test_parameters_land_in_their_shardings_without_a_full_copy(tmp_path):
     ("tensor_missing", r"weights lack tensor 'model\.layers\.1\.self_attn\.q_proj\.bias'"),
     ("unknown_architecture", r"config\.json: field 'model_type': model_type 'falcon' is not supported"),
     ("rope_unsupported", r"config\.json: rope_scaling type 'yarn' is not supported"),
+    ("eps_null", r"config\.json: field 'rms_norm_eps': expected a number > 0, found None"),
+    ("kv_heads_text", r"config\.json: field 'num_key_value_heads': expected an integer >= 1, found 'two'"),
     ("tokenizer_missing", r"no tokenizer \(expected one of tokenizer\.json, sentencepiece\.bpe\.model"),
     ("pickle_only", r"found only pickled weights \(pytorch_model\.bin\)"),
     ("corrupt_file", r"model\.safetensors: not a readable safetensors file"),
@@ -144,6 +146,10 @@ def test_bad_directories_give_one_line_errors_naming_the_file(tmp_path, breakage
         config["model_type"] = "falcon"
     elif breakage == "rope_unsupported":
         config["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}
+    elif breakage == "eps_null":
+        config["rms_norm_eps"] = None
+    elif breakage == "kv_heads_text":
+        config["num_key_value_heads"] = "two"
     elif breakage == "tokenizer_missing":
         (folder / "tokenizer.json").unlink()
     elif breakage == "pickle_only":
