@@ -176,6 +176,23 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+def output_dir_problem(path: str | os.PathLike) -> str | None:
+    """Why the output folder ``path`` cannot be made or filled, or None: it is a file, lies under a
+    file, or its nearest existing folder is not writable (outputs are built beside their place and
+    moved in, :func:`atomic_directory`; missing parents are made). For checks before any work."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        return "exists and is not a directory"
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is a file, not a directory"
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"directory {parent} is not writable"
+            return None
+    return None
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

@@ -126,17 +126,11 @@ def check_output_dir(path: Path, flag: str) -> None:
     Missing parents are created with it (``runs/quick`` on a fresh checkout, like the directories
     that configs name: ``runs/data/<name>``); an output *file*'s directory must exist
     (:func:`check_output_file`), as for a shell redirection."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise UserInputError(f"{flag} {path}: exists and is not a directory")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UserInputError(f"{flag} {path}: {parent} is a file, not a directory")
-            # the output is built beside its place and moved in (fileio.atomic_directory)
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise UserInputError(f"{flag} {path}: directory {parent} is not writable")
-            break
+    from stylebench_jax.fileio import output_dir_problem
+
+    problem = output_dir_problem(path)
+    if problem is not None:
+        raise UserInputError(f"{flag} {path}: {problem}")
 
 
 def check_cache_dir(path: str | Path | None) -> None:

@@ -12,6 +12,7 @@ from stylebench_jax.commands.common import (
     add_cache_arguments,
     add_mesh_argument,
     build_mesh,
+    check_output_dir,
     default_data_root,
 )
 from stylebench_jax.errors import UserInputError
@@ -59,8 +60,7 @@ def register(subparsers) -> None:
 
 
 def _check_output(directory: Path, overwrite: bool) -> None:
-    if directory.exists() and not directory.is_dir():
-        raise UserInputError(f"output.dir {directory}: exists and is not a directory")
+    check_output_dir(directory, "output.dir")
     if directory.exists() and not overwrite:
         raise UserInputError(f"output.dir {directory}: already exists; choose another output.dir or set "
                              "output.overwrite=true to replace it")

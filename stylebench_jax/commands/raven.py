@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from stylebench_jax.commands.common import add_cache_arguments, add_data_root_argument, default_data_root
+from stylebench_jax.commands.common import (
+    add_cache_arguments,
+    add_data_root_argument,
+    check_output_dir,
+    default_data_root,
+)
 from stylebench_jax.errors import UserInputError
 
 DESCRIPTION = """\
@@ -64,8 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from stylebench_jax.raven.config import RavenConfig
 
     output = Path(args.output)
-    if output.exists() and not output.is_dir():
-        raise UserInputError(f"--output {output}: exists and is not a directory")
+    check_output_dir(output, "--output")
     config_path = Path(args.config)
     config = load_config(config_path, RavenConfig, args.overrides)
     data_root = Path(args.data_root) if args.data_root else default_data_root()

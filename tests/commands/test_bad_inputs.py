@@ -98,6 +98,17 @@ def test_an_unwritable_output_place_is_refused_before_the_work(tmp_path, capsys,
     assert main(["eval", "--models", "baseline:function_words", "--suite", "stel", "--output",
                  str(locked / "run" / "inner")]) == 2
     one_line_error(capsys, f"directory {locked} is not writable")
+    # raven, prepare-pairs and data build looked only at the folder itself: they failed when writing,
+    # after minutes of embedding, with a traceback (under a file) or a line naming a temporary
+    a_file = tmp_path / "p.jsonl"
+    for where, text in ((locked / "out", f"directory {locked} is not writable"),
+                        (a_file / "out", f"{a_file} is a file, not a directory")):
+        assert main(["raven", "--config", "configs/raven/bible.yaml", "--output", str(where)]) == 2
+        one_line_error(capsys, f"--output {where}: {text}")
+        assert main(["prepare-pairs", "configs/pairs/novels_small.yaml", f"output.dir={where}"]) == 2
+        one_line_error(capsys, f"output.dir {where}: {text}")
+        assert main(["data", "build", "configs/data/authbench_en.yaml", f"output={where}"]) == 2
+        one_line_error(capsys, f"{where}: {text}", "output")
     assert not any(locked.iterdir())
 
 

@@ -62,7 +62,7 @@ from stylebench_jax.data.construct.records import (
 )
 from stylebench_jax.data.construct.textops import Boilerplate, canonicalize, collapse_whitespace, normalize
 from stylebench_jax.errors import UserInputError
-from stylebench_jax.fileio import atomic_directory, write_text_atomic
+from stylebench_jax.fileio import atomic_directory, output_dir_problem, write_text_atomic
 from stylebench_jax.hashing import file_sha256
 from stylebench_jax.parallel.distributed import is_primary, map_shards
 
@@ -442,8 +442,9 @@ def check_output(config: BuildConfig, keep: Sequence[Path] = ()) -> None:
         if path == target or target in path.parents:
             raise InvalidField("output", f"{out} holds {path}: the build replaces its output folder as a "
                                          "whole; choose a folder of its own")
-    if out.exists() and not out.is_dir():
-        raise InvalidField("output", f"{out} exists and is not a directory")
+    problem = output_dir_problem(out)
+    if problem is not None:
+        raise InvalidField("output", f"{out}: {problem}")
     if out.exists() and not config.overwrite and any(out.iterdir()):
         raise InvalidField("output", f"{out} already exists; choose another output or set overwrite=true "
                                      "to replace it")
