@@ -18,6 +18,7 @@ from stylebench_jax.commands.common import add_mesh_argument, build_mesh, check_
 from stylebench_jax.errors import UserInputError, located
 
 NORM_TOLERANCE = 1e-3
+HEAD_ROWS = 8192  # candidate rows whose norms are checked before the search (12 MiB at D = 384)
 
 EPILOG = """\
 examples:
@@ -96,13 +97,14 @@ def _load_queries(path: Path, normalize: bool) -> np.ndarray:
     return q
 
 
-def _first_off_norm(pool, block: int, normalize: bool) -> tuple[int, float]:
-    """``(row, norm)`` of the first candidate row the scan could not score as a unit row: with
-    ``normalize`` one whose float32 squared norm is 0 (the scan's rule, ``scan.row_scale``) or
-    subnormal (which the scan's threads flush to 0), else one whose L2 norm is off 1 by more than
-    ``NORM_TOLERANCE``."""
-    for start in range(0, len(pool), block):
-        rows = pool.read(start, start + block)
+def _first_off_norm(pool, block: int, normalize: bool, stop: int | None = None) -> tuple[int, float]:
+    """``(row, norm)`` of the first candidate row (of the first ``stop``) the scan could not score as a
+    unit row: with ``normalize`` one whose float32 squared norm is 0 (the scan's rule,
+    ``scan.row_scale``) or subnormal (which the scan's threads flush to 0), else one whose L2 norm is
+    off 1 by more than ``NORM_TOLERANCE``; ``(-1, nan)`` if none."""
+    end = len(pool) if stop is None else min(stop, len(pool))
+    for start in range(0, end, block):
+        rows = pool.read(start, min(start + block, end))
         sq = np.einsum("ij,ij->i", rows, rows)
         if normalize:
             off = sq < np.finfo(np.float32).tiny
@@ -111,7 +113,18 @@ def _first_off_norm(pool, block: int, normalize: bool) -> tuple[int, float]:
         if off.any():
             i = int(np.flatnonzero(off)[0])
             return start + i, float(np.sqrt(sq[i]))
-    return -1, float("nan")  # not reached: the scan saw such a row
+    return -1, float("nan")
+
+
+def _off_norm_error(path, normalize: bool, row: int, norm: float, span: str = "") -> UserInputError:
+    """The error for a candidate row the search cannot score (``_first_off_norm``); ``span``: what the
+    whole scan saw of the norms, when it ran."""
+    if normalize:
+        return located(path, f"row {row}: all zeros or too small to normalise in float32 (a cosine with "
+                             "it is undefined)")
+    # -1: the row sits at the tolerance's edge, where the scan's float32 sum and NumPy's differ
+    where = f"row {row}: L2 norm {norm:.4g}, expected 1" if row >= 0 else "a row's L2 norm is off 1"
+    return located(path, f"{where}{span}; normalise the rows or pass --normalize")
 
 
 def _load_groups(path: Path | None, n: int, what: str) -> np.ndarray | None:
@@ -171,6 +184,11 @@ def run(args: argparse.Namespace) -> int:
                              f"{args.candidates}")
     query_groups = _load_groups(args.query_groups, queries.shape[0], "query group")
     candidate_groups = _load_groups(args.candidate_groups, pool.shape[0], "candidate group")
+    # the scan checks every row's norm as it goes (no second pass over the pool): the head is looked
+    # at now, so a pool that is not normalised at all is refused before the search, not after it
+    row, norm = _first_off_norm(pool, HEAD_ROWS, args.normalize, stop=HEAD_ROWS)
+    if row >= 0:
+        raise _off_norm_error(args.candidates, args.normalize, row, norm)
     start = time.perf_counter()
     batches = -(-queries.shape[0] // args.query_batch)
     # delay: searches under a second (and bad input found early) print no bar at all
@@ -201,14 +219,11 @@ def run(args: argparse.Namespace) -> int:
     low, high = result.norm_range
     if args.normalize and low < 0.5:  # a row normalised to norm 0: all zeros, or too small for float32
         row, _ = _first_off_norm(pool, args.block_size or DEFAULT_BLOCK, True)
-        raise located(args.candidates, f"row {row}: all zeros or too small to normalise in float32 "
-                                       "(a cosine with it is undefined)")
+        raise _off_norm_error(args.candidates, True, row, 0.0)
     if not args.normalize and not (abs(low - 1) <= NORM_TOLERANCE and abs(high - 1) <= NORM_TOLERANCE):
         row, norm = _first_off_norm(pool, args.block_size or DEFAULT_BLOCK, False)
-        # -1: the row sits at the tolerance's edge, where the scan's float32 sum and NumPy's differ
-        where = f"row {row}: L2 norm {norm:.4g}, expected 1 (" if row >= 0 else "a row's L2 norm is off 1 ("
-        raise located(args.candidates, f"{where}norms range from {low:.4g} to {high:.4g}; normalise the "
-                                       "rows or pass --normalize)")
+        raise _off_norm_error(args.candidates, False, row, norm,
+                              f" (norms range from {low:.4g} to {high:.4g})")
     write_jsonl_atomic(args.output, _hits(result))  # the primary process only (fileio)
     if not args.quiet and is_primary():
         seconds = time.perf_counter() - start

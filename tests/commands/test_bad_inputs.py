@@ -276,9 +276,16 @@ def test_ctrl_c_stops_embed_promptly(tmp_path, cache_dir):
     assert not (tmp_path / "o.npy").exists()
 
 
-def test_search_refuses_candidates_it_cannot_normalise_naming_the_row(tmp_path, pool, capsys):
+@pytest.mark.parametrize("head_rows", [8192, 4])
+def test_search_refuses_candidates_it_cannot_normalise_naming_the_row(tmp_path, pool, capsys, monkeypatch,
+                                                                        head_rows):
     """A zero (or float32-underflowing) candidate scored 0.0 and was ranked; a huge finite value was
-    called NaN; an off-unit row was not named. Each is now one line naming the row."""
+    called NaN; an off-unit row was not named. Each is now one line naming the row. A row in the
+    pool's head is found before the search (an unnormalised pool was refused only after a whole
+    scan); one past it by the scan (``head_rows`` 4)."""
+    from stylebench_jax.commands import search as search_command
+
+    monkeypatch.setattr(search_command, "HEAD_ROWS", head_rows)
     queries, candidates = pool
     x = np.load(candidates)
     for name, row, scale in (("zero", 7, 0.0), ("tiny", 9, 1e-21)):
@@ -295,8 +302,13 @@ def test_search_refuses_candidates_it_cannot_normalise_naming_the_row(tmp_path, 
     off = x.copy()
     off[13] *= 1.5
     np.save(tmp_path / "off.npy", off)
+    if head_rows > 13:  # found before any search
+        from stylebench_jax.kernels import topk
+
+        monkeypatch.setattr(topk, "topk_cosine", lambda *a, **k: pytest.fail("searched a bad pool"))
     assert search(queries, tmp_path / "off.npy", tmp_path / "h.jsonl") == 2
-    one_line_error(capsys, "off.npy", "row 13: L2 norm 1.5, expected 1")
+    err = one_line_error(capsys, "off.npy", "row 13: L2 norm 1.5, expected 1")
+    assert ("norms range from" in err) == (head_rows <= 13)
     assert not (tmp_path / "h.jsonl").exists()
 
 
