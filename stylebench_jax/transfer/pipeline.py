@@ -254,10 +254,16 @@ def build_scorer(config: TransferConfig, *, mesh=None, cache=None, progress: boo
 
     s = config.scoring
     calibration, settings = scoring if scoring is not None else scoring_settings(config)
-    embedder = resolve_style_embedder(s.model, max_length=s.max_length, batch_size=s.batch_size, mesh=mesh,
-                                      progress=progress, data_root=config.data_root)
+    try:
+        embedder = resolve_style_embedder(s.model, max_length=s.max_length, batch_size=s.batch_size,
+                                          mesh=mesh, progress=progress, data_root=config.data_root)
+    except UserInputError as error:
+        raise InvalidField("scoring.model", str(error)) from None
     if calibration is not None:
-        calibration.check_compatible(settings.meta(), embedder.name, embedder.identity)
+        try:
+            calibration.check_compatible(settings.meta(), embedder.name, embedder.identity)
+        except UserInputError as error:
+            raise InvalidField("scoring.calibration", str(error)) from None
     return Scorer(embedder, settings, calibration, cache if cache is not None else EmbeddingCache(), mesh)
 
 
@@ -345,10 +351,12 @@ class Plan:
 
 def prepare(config: TransferConfig, output_dir: Path, *, mesh=None, cache=None, progress: bool = True,
             environ=None, sleep=None) -> Plan:
-    """Every check that can refuse the config, the data or ``output_dir``, the cheap ones first and
-    the scorer last (it loads the embedder); reads only, so a refused run leaves nothing behind."""
+    """Every check that can refuse the config, the data or ``output_dir``, the cheap ones first; the
+    scorer (it loads the embedder: seconds) before the books (tens of seconds); reads only, so a
+    refused run leaves nothing behind."""
     scoring = scoring_settings(config)
     topics, system, template = load_prompt(config)
+    scorer = build_scorer(config, mesh=mesh, cache=cache, progress=progress, scoring=scoring)
     references, all_books, wanted = load_reference_books(config, config.data_root)
     excerpts = reference_excerpts(config, references)
     items = build_items(config, excerpts, {b.book: b.seed_book for b in wanted}, topics, system, template)
@@ -356,7 +364,6 @@ def prepare(config: TransferConfig, output_dir: Path, *, mesh=None, cache=None, 
     record = _config_record(output_dir, config, backends, scoring[0])
     _check_journals(output_dir)
     invocations = _earlier_invocations(output_dir)
-    scorer = build_scorer(config, mesh=mesh, cache=cache, progress=progress, scoring=scoring)
     return Plan(topics, wanted, references, excerpts, items, backends, scorer, record, invocations)
 
 

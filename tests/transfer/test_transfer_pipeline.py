@@ -228,6 +228,28 @@ def test_refused_config_writes_nothing_and_the_valid_one_then_runs(corpus, tmp_p
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
+def test_a_scoring_model_that_cannot_be_used_is_refused_before_the_books_naming_its_key(
+        corpus, tmp_path, cache_dir, capsys, monkeypatch):
+    """An unknown scoring.model (or a calibration fitted on another embedder) was refused after the
+    books were read and cut into excerpts (24-32 s on the shared novels), without the config key."""
+    from stylebench_jax.transfer import pipeline
+
+    config = tmp_path / "x.yaml"
+    config.write_text(yaml.safe_dump(_config_data(corpus, [LOCAL[0]])), encoding="utf-8")
+    monkeypatch.setattr(pipeline, "load_reference_books", lambda *a: pytest.fail("read the books first"))
+    command = ["transfer", "--config", str(config), "--output", str(tmp_path / "out"), "--quiet"]
+    assert main([*command, "scoring.model=nosuch"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "scoring.model" in error and "unknown model 'nosuch'" in error
+    assert main([*command, "scoring.model=baseline:char3gram"]) == 2  # pairwise only: no vectors
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "scoring.model" in error and "without vectors" in error
+    assert main([*command, "scoring.model=minilm"]) == 2  # the calibration is function_words'
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "scoring.calibration" in error
+    assert not (tmp_path / "out").exists()
+
+
 DETERMINISTIC = ("config.json", "excerpts.jsonl", "generations.jsonl", "trace.jsonl", "results.json",
                  "transfer.md")
 
