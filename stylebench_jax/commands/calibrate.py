@@ -249,9 +249,12 @@ def _draw(pairs, args, split: str, use: str):
 
 def _check_folds(fit, args) -> None:
     """Before any embedding: enough fitting pairs for --n-splits folds
-    (``calibration.similarity.fold_problem``)."""
-    from stylebench_jax.calibration.similarity import fold_problem
+    (``calibration.similarity.fold_problem``) and, for ``--method isotonic``, for isotonic at all."""
+    from stylebench_jax.calibration.similarity import ISOTONIC_MIN_PAIRS, fold_problem
 
+    if args.method == "isotonic" and len(fit) <= ISOTONIC_MIN_PAIRS:
+        raise UserInputError(f"--method isotonic: needs more than {ISOTONIC_MIN_PAIRS} fitting pairs (seed "
+                             f"§5.2), {fit.source} gives {len(fit)}; use --method logistic or auto")
     groups = fit.groups(args.group_by)
     problem = fold_problem(fit.labels, groups, args.n_splits, group_word=f"{args.group_by}s")
     if problem:

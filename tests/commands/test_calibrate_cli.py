@@ -87,7 +87,7 @@ def test_calibrate_jsonl_pairs_then_score_with_and_against_the_file(trained, tmp
     assert "calibrate this embedder" in capsys.readouterr().err
 
 
-def test_bad_calibration_inputs_exit_2(tmp_path, capsys):
+def test_bad_calibration_inputs_exit_2(tmp_path, capsys, monkeypatch):
     assert main(["calibrate", "--model", "minilm", "--output", str(tmp_path / "o")]) == 2
     assert "--pairs" in capsys.readouterr().err
     bad = tmp_path / "bad.jsonl"
@@ -100,6 +100,16 @@ def test_bad_calibration_inputs_exit_2(tmp_path, capsys):
     assert main(["calibrate", "--model", "baseline:function_words", "--pairs", str(same), "--output",
                  str(tmp_path / "o")]) == 2
     assert "all 3 pairs have label 1" in capsys.readouterr().err
+    # isotonic on 1,000 pairs or fewer was refused only after the embedding
+    few = tmp_path / "few.jsonl"
+    few.write_text("".join(f'{{"text1": "a {i}", "text2": "b {i}", "label": {i % 2}, "group1": "g{i % 7}", '
+                           f'"group2": "h{i % 5}"}}\n' for i in range(40)))
+    import stylebench_jax.commands.calibrate as calibrate_command
+
+    monkeypatch.setattr(calibrate_command, "build_embedder", lambda *a, **k: pytest.fail("embedded first"))
+    assert main(["calibrate", "--model", "baseline:function_words", "--pairs", str(few),
+                 "--method", "isotonic", "--output", str(tmp_path / "o")]) == 2
+    assert "--method isotonic: needs more than 1000 fitting pairs" in capsys.readouterr().err
     assert main(["score", "--model", "baseline:function_words", "only one"]) == 2
     assert "expected two texts" in capsys.readouterr().err
 
