@@ -176,6 +176,17 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+def input_file_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be read as an input file, or None: missing, a directory, or not a regular
+    file (a directory said "no such file" in several commands)."""
+    path = Path(path)
+    if path.is_file():
+        return None
+    if path.is_dir():
+        return "is a directory, expected a file"
+    return "no such file" if not path.exists() else "is not a regular file"
+
+
 def output_dir_problem(path: str | os.PathLike) -> str | None:
     """Why the output folder ``path`` cannot be made or filled, or None: it is a file, lies under a
     file, or its nearest existing folder is not writable (outputs are built beside their place and

@@ -10,8 +10,8 @@ from stylebench_jax.errors import UserInputError
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "cache", help="show the embedding cache's size or clear it",
-        description="Inspect or clear the content-addressed embedding cache.")
+        "cache", help="show the embedding cache's size, tidy it or empty it",
+        description="Inspect, tidy or empty the content-addressed embedding cache.")
     parser.add_argument("action", choices=("info", "clean", "clear"),
                         help="info: one line per model identity; clean: remove what killed runs left "
                              "behind (orphaned temporary files, incomplete shards); clear: delete every "

@@ -43,7 +43,7 @@ spaCy's sentencizer, pack chunks within the model's budget (sentence_bert_config
 MiniLM), cut over-long sentences into windows, mean-pool the chunk vectors), truncate (keep the
 first budget tokens), steb (STEB's chunk-and-pool: budget = the tokenizer's model_max_length, 512
 for MiniLM; sentences from the en_core_web_sm parser; over-long sentences truncated; by default mean
-pooling, no normalisation, no prompt, as STEB's generic loader (--pooling/--prompt still apply);
+pooling, no normalisation, no prompt, as STEB's generic loader (embed's --pooling/--prompt still apply);
 BERT-family encoders only), steb-truncate
 (STEB's settings, each text truncated: its App. F comparison)"""
 

@@ -64,12 +64,12 @@ def _text(argument: str) -> str:
             raise UserInputError(f"text {argument!r}: expected a non-empty text (or @FILE)")
         return argument
     from stylebench_jax.data.readers import read_text
+    from stylebench_jax.fileio import input_file_problem
 
     path = Path(argument[1:])
-    if not path.is_file():
-        found = ("is a directory" if path.is_dir() else "not found" if not path.exists()
-                 else "is not a regular file")
-        raise UserInputError(f"{argument}: file {path} {found}")
+    problem = input_file_problem(path)
+    if problem is not None:
+        raise UserInputError(f"{argument}: {path}: {problem}")
     text = read_text(path)
     if not text.strip():
         raise UserInputError(f"{path}: empty text")

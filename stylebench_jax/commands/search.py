@@ -16,6 +16,7 @@ import numpy as np
 
 from stylebench_jax.commands.common import add_mesh_argument, build_mesh, check_output_file, check_positive
 from stylebench_jax.errors import UserInputError, located
+from stylebench_jax.fileio import input_file_problem
 
 NORM_TOLERANCE = 1e-3
 HEAD_ROWS = 8192  # candidate rows whose norms are checked before the search (12 MiB at D = 384)
@@ -130,8 +131,9 @@ def _off_norm_error(path, normalize: bool, row: int, norm: float, span: str = ""
 def _load_groups(path: Path | None, n: int, what: str) -> np.ndarray | None:
     if path is None:
         return None
-    if not path.is_file():
-        raise located(path, "no such file")
+    problem = input_file_problem(path)
+    if problem is not None:
+        raise located(path, problem)
     with open(path, "rb") as handle:
         if handle.read(6) != b"\x93NUMPY":
             raise located(path, f"not a .npy file (no NumPy header); expected int {what} labels [{n}]")

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from stylebench_jax.errors import located
+from stylebench_jax.fileio import input_file_problem
 from stylebench_jax.parallel import round_up
 
 ALIGN = 64  # bytes; XLA CPU buffers of this alignment are used in place
@@ -121,8 +122,9 @@ def _as_float32(rows: np.ndarray) -> np.ndarray:
 def read_npy_header(path: Path, *, fortran_ok: bool = False) -> tuple[int, tuple[int, int], np.dtype]:
     """``(data offset in bytes, shape, dtype)`` of a 2-D float ``.npy`` (format 1.0, 2.0 or 3.0),
     C-ordered unless ``fortran_ok`` (for files loaded whole); UserInputError otherwise."""
-    if not path.is_file():
-        raise located(path, "no such file")
+    problem = input_file_problem(path)
+    if problem is not None:
+        raise located(path, problem)
     try:
         with open(path, "rb") as handle:
             version = np.lib.format.read_magic(handle)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from stylebench_jax.config import InvalidField
+from stylebench_jax.fileio import input_file_problem
 
 # scikit-learn's random_state (k-means, NMF, LDA, folds) takes seeds in [0, 2**32)
 _SEED = {"minimum": 0, "maximum": 2**32 - 1}
@@ -56,9 +57,9 @@ class FileCorpus:
 
     def __post_init__(self):
         path = Path(self.path)
-        if not path.is_file():
-            raise InvalidField("path", f"{path}: file not found (relative paths start at the working "
-                                       "directory)")
+        problem = input_file_problem(path)
+        if problem is not None:
+            raise InvalidField("path", f"{path}: {problem} (relative paths start at the working directory)")
         if self.format == "auto" and self.resolved_format is None:
             raise InvalidField("format", f"cannot tell the format of {path.name} from its suffix; expected "
                                          f"{', '.join(FILE_FORMATS)} (optionally .gz) or set format")

@@ -75,9 +75,9 @@ def test_score_names_what_an_at_path_is(tmp_path, capsys, no_model_load):
     (tmp_path / "adir").mkdir()
     base = ["score", "--model", "baseline:char3gram", "--no-cache"]
     assert main([*base, f"@{tmp_path / 'adir'}", "b"]) == 2
-    one_line_error(capsys, f"file {tmp_path / 'adir'} is a directory")
+    one_line_error(capsys, f"{tmp_path / 'adir'}: is a directory, expected a file")
     assert main([*base, f"@{tmp_path / 'nope.txt'}", "b"]) == 2
-    one_line_error(capsys, f"file {tmp_path / 'nope.txt'} not found")
+    one_line_error(capsys, f"{tmp_path / 'nope.txt'}: no such file")
     assert main([*base, "  ", "b"]) == 2  # scored 0.54 before
     one_line_error(capsys, "text '  ': expected a non-empty text (or @FILE)")
 

@@ -51,6 +51,9 @@ def test_truncated_file_and_missing_file(tmp_path):
         NpyRows(tmp_path / "cut.npy")
     with pytest.raises(UserInputError, match="no such file"):
         NpyRows(tmp_path / "nope.npy")
+    (tmp_path / "adir.npy").mkdir()  # was "no such file" too
+    with pytest.raises(UserInputError, match="adir.npy: is a directory, expected a file"):
+        NpyRows(tmp_path / "adir.npy")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
