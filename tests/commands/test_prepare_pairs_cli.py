@@ -96,6 +96,10 @@ def test_missing_data_file_is_named(setup, capsys, tmp_path):
     assert main(["prepare-pairs", "--quiet", str(config), "sources[0]={novels: british_fiction_corpus}",
                  f"data_root={empty_root}"]) == 2
     assert "british_fiction_corpus" in capsys.readouterr().err
+    # the flag every other data command has (it was "unrecognized arguments")
+    assert main(["prepare-pairs", "--quiet", str(config), "sources[0]={novels: british_fiction_corpus}",
+                 "--data-root", str(empty_root)]) == 2
+    assert "british_fiction_corpus" in capsys.readouterr().err
 
 
 def test_help_explains_the_command(capsys):

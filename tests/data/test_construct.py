@@ -454,6 +454,7 @@ def test_a_build_that_leaves_no_document_is_an_error_and_writes_nothing(corpus, 
                                       "news.tsv.gz ('writer', 'story', 'desk')"),
     (["sources[1].path=none.tsv"], "sources[1].path: {root}/none.tsv: no such file or directory"),
     (["data_root=/no/such/root"], "data_root: /no/such/root: no such directory"),
+    (["--data-root", "/no/such/root"], "--data-root /no/such/root: no such directory"),
     (["dedup.seed=-1"], "dedup.seed: expected a value >= 0, found -1"),
     (["structure.max_tokens={attribution: 0}"], "structure.max_tokens.attribution: expected a positive"),
     (['sampling.quotas={"en/short/news/attribution": -3}'], "sampling.quotas.en/short/news/attribution: "
