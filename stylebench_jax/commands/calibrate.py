@@ -311,7 +311,8 @@ def _summary(output: Path, sim: dict, clf: dict | None, cache, removed: list[str
     if clf is not None:
         c = clf["calibration"]
         parts.append(f"classifier T={c['temperature']:.3f} threshold={c['threshold']:.2f}")
-    for warning in sim["warnings"]:
+    # the classifier's (no threshold met --min-accuracy / --min-recall) were only in calibration.json
+    for warning in [*sim["warnings"], *(clf["calibration"]["warnings"] if clf is not None else ())]:
         print(f"stylebench calibrate: warning: {warning}", file=sys.stderr)
     if removed:
         parts.append(f"removed stale {', '.join(removed)}")

@@ -131,3 +131,14 @@ def test_calibrate_training_run_is_quiet_and_a_rerun_drops_the_classifier_files(
     assert not (out / "reliability_classifier_fit.png").exists()
     assert "classifier" not in json.loads((out / "calibration_report.json").read_text())
     assert (out / "style_calibration.json").is_file() and (out / "reliability_similarity_fit.png").is_file()
+
+
+def test_an_unmet_threshold_constraint_is_said_on_the_console(trained, tmp_path, cache_dir, capfd):
+    """No threshold met --min-accuracy 1 --min-recall 1: the command said only "threshold=0.51";
+    the warning was in calibration.json alone."""
+    out = tmp_path / "out"
+    assert main(["calibrate", "--model", str(trained / "run"), "--output", str(out), "--min-accuracy", "1",
+                 "--min-recall", "1"]) == 0
+    err = capfd.readouterr().err
+    assert json.loads((out / "calibration.json").read_text())["constraints_met"] is False
+    assert "warning: no threshold meets accuracy >= 1.0 and recall >= 1.0" in err, err
