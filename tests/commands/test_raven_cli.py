@@ -243,7 +243,7 @@ def test_built_benchmark_as_corpus(capsys, tmp_path, cache_dir):
 
 @pytest.mark.parametrize("corpus, expected", [
     ("  name: file\n  file: {path: nowhere.jsonl, topic: subject}",
-     ":3: corpus.file.path: nowhere.jsonl: file not found"),
+     ":3: corpus.file.path: nowhere.jsonl: no such file"),
     ("  name: file\n  file: {path: POSTS, topic: subject, text: body, author: writer}",
      "posts.jsonl:1: missing key 'writer'"),
     ("  name: file\n  file: {path: POSTS, topic: subject, text: body, author: who, format: csv}",
