@@ -19,9 +19,10 @@ RAVEN/HITS (Sawatphol et al.): is a verification model right for the wrong reaso
 HITS samples m topics that are as dissimilar as possible (greedy: lowest leakage mean(S) * max(S)
 against the topics already chosen, topic vectors = mean document embedding); random samples of m
 topics (one per seed) are the control. Each dataset is split into k folds whose test topics are
-disjoint from their training topics; every document gets one same-author and one different-author
-pair. The AV methods are trained per fold on the training pairs and scored on the test pairs with
-PAN's metrics (AUC, c@1, F0.5u, F1, Brier; 0.5 = non-answer):
+disjoint from their training topics; every document gets one same-author pair (where its author has
+another document on that side) and one different-author pair. The AV methods are trained per fold
+on the training pairs and scored on the test pairs with PAN's metrics (AUC, c@1, F0.5u, F1, Brier;
+0.5 = non-answer):
   char_ngram  TF-IDF character 4-grams, cosine, p1/p2 calibration (PAN 2021 baseline)
   ppm         PAN's compression baseline (order-5 cross-entropies -> logistic regression)
   topic_fit   frequent words masked, word unigrams, p1/p2 (RAVEN's topic-fit model)

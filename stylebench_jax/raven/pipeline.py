@@ -245,9 +245,15 @@ def _representation(config: RavenConfig, texts: list[str], embeddings: Embedding
     sampling = config.sampling
     if sampling.representation == "embedding":
         return embeddings(sampling.topic_embedder)
-    if sampling.representation == "nmf":
-        return nmf_vectors(texts, n_components=sampling.n_components)
-    return lda_vectors(texts, n_components=sampling.n_components)
+    make = nmf_vectors if sampling.representation == "nmf" else lda_vectors
+    try:
+        return make(texts, n_components=sampling.n_components)
+    except ValueError as error:  # scikit-learn: "After pruning, no terms remain" (was a traceback)
+        if "no terms remain" not in str(error):
+            raise
+        raise InvalidField("sampling.representation", f"{sampling.representation}: no word is in 10-50% of "
+                           f"the {len(texts)} documents (RAVEN's min_df 0.1 / max_df 0.5), so there is no "
+                           "vocabulary to fit topics on; use representation embedding") from None
 
 
 def select_topics(config: RavenConfig, names: list[str], similarity: np.ndarray, m: int) -> list[tuple]:

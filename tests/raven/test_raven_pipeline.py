@@ -134,3 +134,16 @@ def test_shipped_configs_validate_and_document_themselves(path):
     header = [line for line in path.read_text().splitlines() if line.startswith("#")]
     for key in ("# Command:", "# Hardware:", "# Runtime:", "# Figures:"):
         assert any(line.startswith(key) for line in header), key
+
+
+@pytest.mark.parametrize("representation", ["nmf", "lda"])
+def test_a_corpus_without_a_topic_vocabulary_names_the_representation(representation):
+    """Every word in every document: RAVEN's min_df 0.1 / max_df 0.5 leave no term and scikit-learn's
+    "After pruning, no terms remain" ended the run in a traceback."""
+    from stylebench_jax.config import InvalidField
+    from stylebench_jax.raven.pipeline import _representation
+
+    texts = ["the cat sat on a mat"] * 12
+    with pytest.raises(InvalidField, match=r"no word is in 10-50% of the 12 documents") as raised:
+        _representation(config(representation=representation), texts, embeddings=None)
+    assert raised.value.field == "sampling.representation"
