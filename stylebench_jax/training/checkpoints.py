@@ -39,8 +39,17 @@ class RunCheckpoints:
     def latest_step(self) -> int | None:
         return self.latest.latest_step()
 
-    def save(self, step: int, state: Any, extra: dict, *, best: bool = False) -> None:
-        for manager in (self.latest, self.best) if best else (self.latest,):
+    def best_step(self) -> int | None:
+        """The step ``best/`` holds (None before the first evaluation)."""
+        return self.best.latest_step()
+
+    def save(self, step: int, state: Any, extra: dict, *, best: bool = False,
+             only_best: bool = False) -> None:
+        """``checkpoints/<step>``, then with ``best`` also ``best/<step>`` (``only_best``: that alone). A
+        run killed between the two resumes from ``checkpoints/<step>``, whose ``extra`` names ``step``
+        as the best: ``Trainer._resume`` then writes ``best/<step>`` again."""
+        managers = (self.best,) if only_best else (self.latest, self.best) if best else (self.latest,)
+        for manager in managers:
             manager.save(step, args=ocp.args.Composite(state=ocp.args.PyTreeSave(state),
                                                        extra=ocp.args.JsonSave(extra)), force=True)
             manager.wait_until_finished()

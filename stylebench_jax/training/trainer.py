@@ -278,6 +278,14 @@ class Trainer:
         if self.checkpoints.latest_step() is None:
             return state, extra
         state, extra = self.checkpoints.restore_latest(state)
+        best = extra.get("best_step")
+        if best is not None and self.checkpoints.best_step() != best:
+            # killed between the two saves of an improving evaluation: checkpoints/<best> is written,
+            # best/ still holds the earlier best (the export would have come from it, unsaid)
+            if best != int(state.step):
+                raise RuntimeError(f"{self.run_dir}: best/ holds step {self.checkpoints.best_step()}, the "
+                                   f"latest checkpoint (step {int(state.step)}) names step {best} as best")
+            self.checkpoints.save(best, state, extra, only_best=True)
         self._truncate_metrics(int(state.step))
         return state, extra
 

@@ -151,6 +151,36 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(setup, tmp_path, cache_
         (reference1 / "export" / "model.safetensors").read_bytes()
 
 
+def test_a_run_killed_while_saving_its_best_checkpoint_exports_that_checkpoint(setup, tmp_path, cache_dir,
+                                                                                 monkeypatch):
+    """checkpoints/<s> (whose bookkeeping names s the best) was written before best/<s>: a run killed
+    between the two resumed with best/ still holding the earlier best, and exported that, unsaid."""
+    from stylebench_jax.training import checkpoints
+
+    root, config = setup
+    reference = tmp_path / "reference"
+    assert main(["train", str(config), "--output", str(reference), "--quiet"]) == 0
+    best = json.loads((reference / "summary.json").read_text())["best_step"]
+    original = checkpoints.RunCheckpoints.save
+
+    def killed_at_best(self, step, state, extra, *, best=False, **kw):
+        if best and step == best_step:
+            original(self, step, state, extra)  # checkpoints/<step> only, then the "kill"
+            raise KeyboardInterrupt
+        return original(self, step, state, extra, best=best, **kw)
+
+    best_step = best
+    monkeypatch.setattr(checkpoints.RunCheckpoints, "save", killed_at_best)
+    run = tmp_path / "run"
+    assert main(["train", str(config), "--output", str(run), "--quiet"]) == 130
+    monkeypatch.setattr(checkpoints.RunCheckpoints, "save", original)
+    assert main(["train", str(config), "--output", str(run), "--quiet"]) == 0
+    assert json.loads((run / "summary.json").read_text())["best_step"] == best
+    assert sorted(p.name for p in (run / "best").iterdir() if p.name.isdigit()) == [str(best)]
+    assert (run / "export" / "model.safetensors").read_bytes() == \
+        (reference / "export" / "model.safetensors").read_bytes()
+
+
 @pytest.mark.slow
 def test_sigterm_saves_and_the_next_run_resumes(setup, tmp_path, cache_dir):
     """The first run trains with XLA's attention (model.attention=xla: the trainer's path on
