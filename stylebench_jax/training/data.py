@@ -103,6 +103,18 @@ def table_digest(texts: Sequence[str], groups: np.ndarray, topics: np.ndarray) -
     return digest.hexdigest()
 
 
+def training_digest(data: TrainingData) -> str:
+    """SHA-256 of what training reads: both tables (texts, groups, topics) and the pairs over them;
+    a resumed run must train on the same (``trainer.check_resume``)."""
+    digest = hashlib.sha256()
+    for pairs in (data.train, data.validation):
+        t = pairs.table
+        digest.update(table_digest(t.texts, t.groups, t.topics).encode("ascii"))
+        for codes in (pairs.first, pairs.second, pairs.labels):
+            digest.update(np.ascontiguousarray(codes, np.int64).tobytes())
+    return digest.hexdigest()
+
+
 def tokenize_table(texts: Sequence[str], groups: np.ndarray, topics: np.ndarray, tokenizer: TextTokenizer,
                    max_length: int, stats: tuple[np.ndarray, np.ndarray] | None = None) -> TextTable:
     """Token ids cut at ``max_length`` (special tokens included), padded to ``max_length``. With

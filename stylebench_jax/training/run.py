@@ -12,7 +12,7 @@ from stylebench_jax.encoders.loading import read_encoder_dir
 from stylebench_jax.encoders.registry import minilm_dir
 from stylebench_jax.training.config import TrainConfig
 from stylebench_jax.training.data import load_training_data
-from stylebench_jax.training.trainer import Hook, Trainer, TrainResult, check_run
+from stylebench_jax.training.trainer import Hook, Trainer, TrainResult, check_resume, check_run
 
 
 def base_dir(config: TrainConfig) -> Path:
@@ -27,6 +27,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, mesh: Mesh, hooks: Sequen
                               config.trainer.batch_size)
     test_columns = held_out_columns(config) if data.source == "pairs" else None  # checked before training
     check_run(config, base, data, int(mesh.shape["data"]))  # before the teacher trains
+    check_resume(config, Path(run_dir), data)  # a changed config or data: refused before the teacher too
     teacher_logits = None
     if config.teacher.mode != "none" and config.loss.distillation_weight > 0:
         from stylebench_jax.training.teacher import teacher_logits_for

@@ -25,6 +25,7 @@ import numpy as np
 import optax
 from jax.sharding import Mesh
 
+from stylebench_jax.config import config_to_dict
 from stylebench_jax.encoders.bert import BertEncoder
 from stylebench_jax.encoders.config import EncoderConfig
 from stylebench_jax.encoders.dropout import Dropout
@@ -88,20 +89,35 @@ def teacher_logits_for(config: TrainConfig, base: EncoderFiles, data: TrainingDa
         raise UserInputError("teacher.mode: distillation needs labelled pairs (data.pairs), not data.groups")
     pairs = data.train
     digest = _digest(pairs)
-    folder = Path(config.teacher.mode) if config.teacher.mode != "auto" else run_dir / "teacher"
+    auto = config.teacher.mode == "auto"
+    folder = run_dir / "teacher" if auto else Path(config.teacher.mode)
+    settings = _teacher_settings(config)
     done = read_json_file(folder / "done.json")
-    if done is not None:
+    # the run's own teacher is trained again when it was trained with other settings (a run stopped
+    # before its first checkpoint, then started with another teacher.steps or seed, reused the old one)
+    if done is not None and not (auto and done.get("settings") != settings):
         if done.get("pairs_digest") != digest:
             raise UserInputError(f"{folder}: its teacher logits belong to other training pairs; use "
                                  "teacher.mode=auto or a teacher trained on this data")
         return np.load(folder / "logits.npy")
-    if config.teacher.mode != "auto":
+    if not auto:
         raise UserInputError(f"teacher.mode: {folder} holds no trained teacher (done.json)")
     logits = _train_teacher(config, base, pairs, mesh, progress)
     save_npy_atomic(folder / "logits.npy", logits)
     write_text_atomic(folder / "done.json", json.dumps({"pairs_digest": digest, "steps": config.teacher.steps,
-                                                        "pairs": len(pairs)}, indent=1) + "\n")
+                                                        "pairs": len(pairs), "settings": settings},
+                                                       indent=1) + "\n")
     return logits
+
+
+def _teacher_settings(config: TrainConfig) -> dict:
+    """What the teacher's logits depend on besides the pairs: its own section, the seed, the base
+    model and the settings it shares with the student."""
+    m, loss, optim = config.model, config.loss, config.optim
+    return {"teacher": config_to_dict(config.teacher), "seed": config.seed, "base": str(m.base),
+            "max_length": m.max_length, "dropout": m.dropout, "attention_dropout": m.attention_dropout,
+            "class_weights": loss.class_weights, "label_smoothing": loss.label_smoothing,
+            "clip_norm": optim.clip_norm, "warmup": optim.warmup, "weight_decay": optim.weight_decay}
 
 
 def _train_teacher(config: TrainConfig, base: EncoderFiles, pairs: PairSet, mesh: Mesh, progress: bool):

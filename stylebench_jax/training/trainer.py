@@ -59,7 +59,7 @@ from stylebench_jax.parallel.distributed import (
 from stylebench_jax.progress import progress_bar
 from stylebench_jax.training.checkpoints import RunCheckpoints
 from stylebench_jax.training.config import TrainConfig
-from stylebench_jax.training.data import TrainingData
+from stylebench_jax.training.data import TrainingData, training_digest
 from stylebench_jax.training.losses import balanced_class_weights
 from stylebench_jax.training.model import BiEncoder
 from stylebench_jax.training.step import (
@@ -116,6 +116,43 @@ def _config_mismatch(run_dir: Path, previous: dict, resolved: dict) -> str:
     hint = "".join(f"; {h}" for h in hints)
     return (f"{run_dir}: holds a run with another config (differs in {', '.join(changed)}){hint}; resume it "
             "with the same config or use a new run directory")
+
+
+# what a run makes before its config.json (the checkpoint managers' folders, the teacher's)
+RUN_FOLDERS_FIRST = frozenset({"checkpoints", "best", "teacher"})
+
+
+def _has_checkpoint(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a finished checkpoint (orbax names it by its step; a save in
+    progress is a ``<step>.orbax-checkpoint-tmp-...`` folder)."""
+    folder = run_dir / "checkpoints"
+    return folder.is_dir() and any(p.name.isdigit() for p in folder.iterdir())
+
+
+def check_resume(config: TrainConfig, run_dir: Path, data: TrainingData) -> None:
+    """Before any training (a teacher's included): ``run_dir`` is new, empty or a run of this config
+    on this data. A folder of other files (a model directory, the working directory) is refused, as
+    a run's files would be written into it; a run with a checkpoint resumes only with the same
+    config (``_config_mismatch``) and the same training data (``data.json``: the digest of the texts
+    and pairs, so a rewritten pairs folder at the same path is refused too)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return
+    entries = {p.name for p in run_dir.iterdir()}
+    previous = read_json_file(run_dir / "config.json") if "config.json" in entries else None
+    is_run = isinstance(previous, dict) and "trainer" in previous and "data" in previous
+    if not is_run and entries - RUN_FOLDERS_FIRST:
+        raise UserInputError(f"--output {run_dir}: holds files that are not a training run (no run's "
+                             "config.json); choose a new or empty directory")
+    if not is_run or not _has_checkpoint(run_dir):  # a run that failed before its first checkpoint
+        return
+    if _run_identity(previous) != _run_identity(config_to_dict(config)):
+        raise UserInputError(_config_mismatch(run_dir, previous, config_to_dict(config)))
+    recorded = read_json_file(run_dir / "data.json")
+    if isinstance(recorded, dict) and recorded.get("digest") != training_digest(data):
+        raise UserInputError(f"{run_dir}: holds a run trained on other data (the texts or pairs that "
+                             f"{config.data.pairs or config.data.groups} gives now differ from those it "
+                             "began with); resume it on the same data or use a new run directory")
 
 
 @dataclasses.dataclass
@@ -245,15 +282,13 @@ class Trainer:
         return init_state(params, self.optimizer, self.mesh)
 
     def _write_config(self) -> None:
-        resolved = config_to_dict(self.config)
-        path = self.run_dir / "config.json"
-        previous = read_json_file(path)
         # a run that never saved a checkpoint (it failed at once) holds nothing a new config could spoil
-        if previous is not None and self.checkpoints.latest_step() is not None \
-                and _run_identity(previous) != _run_identity(resolved):
-            raise UserInputError(_config_mismatch(self.run_dir, previous, resolved))
+        check_resume(self.config, self.run_dir, self.data)
         self._check_mesh_of_run()
-        write_text_atomic(path, json.dumps(resolved, indent=1, sort_keys=True) + "\n")
+        resolved = config_to_dict(self.config)
+        write_text_atomic(self.run_dir / "config.json", json.dumps(resolved, indent=1, sort_keys=True) + "\n")
+        write_text_atomic(self.run_dir / "data.json",
+                          json.dumps({"digest": training_digest(self.data)}, indent=1) + "\n")
         stats = {"mean": self.data.feature_mean.tolist(), "std": self.data.feature_std.tolist()}
         write_text_atomic(self.run_dir / "style_features.json", json.dumps(stats, indent=1) + "\n")
 
@@ -276,6 +311,7 @@ class Trainer:
     def _resume(self, state: TrainState) -> tuple[TrainState, dict]:
         extra = {"best_step": None, "best_metrics": None, "bad_evals": 0}
         if self.checkpoints.latest_step() is None:
+            self._truncate_metrics(0)  # the lines of a run that died before its first checkpoint
             return state, extra
         state, extra = self.checkpoints.restore_latest(state)
         best = extra.get("best_step")

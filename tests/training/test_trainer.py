@@ -181,6 +181,66 @@ def test_a_run_killed_while_saving_its_best_checkpoint_exports_that_checkpoint(s
         (reference / "export" / "model.safetensors").read_bytes()
 
 
+def test_resume_refuses_other_data_and_foreign_folders_and_restarts_a_run_without_checkpoint(
+        setup, tmp_path, cache_dir, capsys, monkeypatch):
+    """A rewritten pairs file at the same path was trained on silently; a config change was refused
+    only after the teacher had trained; a model folder given as --output was overwritten; a run that
+    died before its first checkpoint kept its metrics lines next to the new run's."""
+    import shutil
+
+    from stylebench_jax.training import checkpoints
+
+    root, config = setup
+    pairs = shutil.copytree(root / "pairs", tmp_path / "pairs")
+    own = tmp_path / "own.yaml"
+    own.write_text(config.read_text().replace(str(root / "pairs"), str(pairs)), encoding="utf-8")
+    short = ["trainer.steps=4", "trainer.eval_every=4", "trainer.log_every=1"]
+    # died before its first checkpoint: the next run starts afresh, metrics included
+    original = checkpoints.RunCheckpoints.save
+
+    def killed(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoints.RunCheckpoints, "save", killed)
+    run = tmp_path / "run"
+    assert main(["train", str(own), "--output", str(run), "--quiet", *short]) == 130
+    monkeypatch.setattr(checkpoints.RunCheckpoints, "save", original)
+    assert main(["train", str(own), "--output", str(run), "--quiet", *short]) == 0
+    assert [line["step"] for line in deterministic_lines(run)] == [1, 2, 3, 4, 4]
+    capsys.readouterr()
+    # a config change (a teacher to train first) is refused before the teacher trains
+    assert main(["train", str(own), "--output", str(run), "--quiet", *short, "teacher.mode=auto",
+                 "teacher.steps=50"]) == 2
+    assert "differs in teacher" in capsys.readouterr().err and not (run / "teacher").exists()
+    # the same path with other texts
+    table = pairs / "pairs.jsonl"
+    table.write_text(table.read_text().replace(' .', ' !', 1), encoding="utf-8")
+    assert main(["train", str(own), "--output", str(run), "--quiet", *short]) == 2
+    assert "holds a run trained on other data" in capsys.readouterr().err
+    # a model folder as --output
+    before = (root / "tiny" / "config.json").read_bytes()
+    assert main(["train", str(own), "--output", str(root / "tiny"), "--quiet", *short]) == 2
+    assert "holds files that are not a training run" in capsys.readouterr().err
+    assert (root / "tiny" / "config.json").read_bytes() == before
+
+
+def test_the_runs_own_teacher_is_trained_again_with_other_settings(setup, tmp_path, cache_dir):
+    """A run stopped after its teacher but before its first checkpoint, started again with another
+    teacher.steps, reused the old teacher's logits (done.json was keyed on the pairs alone)."""
+    import shutil
+
+    root, config = setup
+    run = tmp_path / "d"
+    short = ["teacher.mode=auto", "trainer.steps=4", "trainer.eval_every=4"]
+    assert main(["train", str(config), "--output", str(run), "--quiet", *short, "teacher.steps=3"]) == 0
+    first = np.load(run / "teacher" / "logits.npy")
+    for name in ("checkpoints", "best", "export"):  # as if it had died before its first checkpoint
+        shutil.rmtree(run / name)
+    assert main(["train", str(config), "--output", str(run), "--quiet", *short, "teacher.steps=2"]) == 0
+    assert json.loads((run / "teacher" / "done.json").read_text())["steps"] == 2
+    assert not np.array_equal(np.load(run / "teacher" / "logits.npy"), first)
+
+
 @pytest.mark.slow
 def test_sigterm_saves_and_the_next_run_resumes(setup, tmp_path, cache_dir):
     """The first run trains with XLA's attention (model.attention=xla: the trainer's path on
