@@ -154,7 +154,9 @@ def _pow2(n: int) -> int:
 
 def chunk_pair_cosines(vectors: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, mesh=None) -> np.ndarray:
     """``[M]`` float32 cosines of ``vectors[rows_a[m]]`` and ``vectors[rows_b[m]]`` (rows already
-    L2-normalised) through the pair kernel, in blocks padded to a power of two (few compiled shapes)."""
+    L2-normalised) through the pair kernel, in blocks padded to a power of two (few compiled shapes),
+    clipped to [-1, 1]: float32 rounding gives 1.0000001 for a chunk and itself, and ``(cos + 1) / 2``
+    above 1 was refused as a probability by calibration (seed 003 §6.2: cosine in [-1, 1])."""
     from stylebench_jax.kernels import pair_cosine_scores
 
     out = np.empty(rows_a.size, np.float32)
@@ -165,7 +167,7 @@ def chunk_pair_cosines(vectors: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarr
         scores = pair_cosine_scores(vectors[np.concatenate([a, pad])], vectors[np.concatenate([b, pad])],
                                     block_size=size, mesh=mesh)
         out[start:start + a.size] = scores[:a.size]
-    return out
+    return np.clip(out, -1.0, 1.0, out=out)
 
 
 def _aggregate(cosines: np.ndarray, settings: StyleSettings, single: bool) -> tuple[float, str]:

@@ -67,6 +67,21 @@ def test_short_pair_is_one_cosine():
     assert out["score_0_1"] == pytest.approx((out["cosine"] + 1) / 2) and out["score_calibrated"] is None
 
 
+def test_a_text_and_itself_score_at_most_one():
+    """float32 rounding gave cosine 1.0000001 (score_0_1 above 1), and calibration refused the pair
+    set as holding a probability outside [0, 1]."""
+    from stylebench_jax.similarity import chunk_pair_cosines
+
+    rng = np.random.default_rng(0)
+    vectors = _unit(rng.normal(size=(500, 384))).astype(np.float32)
+    rows = np.arange(500)
+    cosines = chunk_pair_cosines(vectors, rows, rows)
+    assert cosines.max() <= 1.0 and cosines.min() > 0.9999
+    text = "The cold river ran. A silent horse."
+    assert all(o["cosine"] <= 1.0 and o["score_0_1"] <= 1.0
+               for o in score_pairs(HashEmbedder(), [text] * 20, [text] * 20, StyleSettings()))
+
+
 @pytest.mark.parametrize("aggregate", ["mean", "topk_mean"])
 def test_long_pair_aggregates_all_chunk_pairs(aggregate):
     emb = HashEmbedder()
