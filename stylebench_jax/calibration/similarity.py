@@ -15,8 +15,11 @@ Two maps, both fitted on labelled pairs ``(cosine_i, y_i)`` with scikit-learn:
   ``method="auto"`` then leaves it out with a warning, ``method="isotonic"`` is refused.
 
 ``method="auto"`` picks the candidate with the lower mean score over ``n_splits`` = 5 folds of
-``GroupKFold`` (groups: each pair's book or author, so no group is in a fold's training and test
-part; the authors group by ``book1``), scored by Brier (default) or ECE (15 equal-width bins,
+``GroupKFold`` (groups: each pair's first book or author, as the authors' ``group = book1``: no
+pair's first book is in a fold's training and test part, but a negative pair's second book, and
+with it some of its chunks, can be in the training part of the fold that tests it, so the CV scores
+are not fully held out; seed §5.2 names the aim, "to avoid leakage", not this detail), scored by
+Brier (default) or ECE (15 equal-width bins,
 ``metrics.ece``); with fewer groups than folds it falls back to a seeded ``StratifiedKFold`` (as the
 authors) with a warning, which needs at least ``n_splits`` pairs of each label (``fold_problem``:
 refused otherwise, before any embedding in ``stylebench calibrate``). ``cv_brier``/``cv_ece`` of

@@ -267,6 +267,9 @@ def _eval_split(args, source: Path) -> str | None:
     if args.eval_split is not None:
         if args.eval_split and not source.is_dir():
             raise UserInputError("--eval-split: needs --pairs to be a prepare-pairs directory")
+        if args.eval_split and args.eval_split == args.split:  # reported as held out, it was in-sample
+            raise UserInputError(f"--eval-split {args.eval_split}: the calibration is fitted on that split "
+                                 "(--split); name another split, or '' for no evaluation")
         return args.eval_split or None
     if not source.is_dir() or args.split == "test":
         return None

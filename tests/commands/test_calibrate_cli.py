@@ -142,3 +142,14 @@ def test_an_unmet_threshold_constraint_is_said_on_the_console(trained, tmp_path,
     err = capfd.readouterr().err
     assert json.loads((out / "calibration.json").read_text())["constraints_met"] is False
     assert "warning: no threshold meets accuracy >= 1.0 and recall >= 1.0" in err, err
+
+
+def test_the_fitting_split_is_not_reported_as_held_out(trained, tmp_path, capsys, monkeypatch):
+    """--eval-split equal to --split printed "validation: ECE ... -> ..." as a held-out evaluation of
+    the very pairs the map was fitted on."""
+    import stylebench_jax.commands.calibrate as calibrate_command
+
+    monkeypatch.setattr(calibrate_command, "build_embedder", lambda *a, **k: pytest.fail("embedded first"))
+    assert main(["calibrate", "--model", "baseline:function_words", "--pairs", str(trained / "pairs"),
+                 "--eval-split", "validation", "--output", str(tmp_path / "o")]) == 2
+    assert "--eval-split validation: the calibration is fitted on that split" in capsys.readouterr().err
