@@ -138,7 +138,8 @@ def check_resume(config: TrainConfig, run_dir: Path, data: TrainingData) -> None
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         return
-    entries = {p.name for p in run_dir.iterdir()}
+    # dot-files: temporaries, and the shared-directory probe a multi-process run writes there first
+    entries = {p.name for p in run_dir.iterdir() if not p.name.startswith(".")}
     previous = read_json_file(run_dir / "config.json") if "config.json" in entries else None
     is_run = isinstance(previous, dict) and "trainer" in previous and "data" in previous
     if not is_run and entries - RUN_FOLDERS_FIRST:
