@@ -118,6 +118,7 @@ def _config_mismatch(run_dir: Path, previous: dict, resolved: dict) -> str:
             "with the same config or use a new run directory")
 
 
+DATA_PATHS = ("pairs", "groups")  # data.* keys naming where the data lies, not what it is
 # what a run makes before its config.json (the checkpoint managers' folders, the teacher's)
 RUN_FOLDERS_FIRST = frozenset({"checkpoints", "best", "teacher"})
 
@@ -147,9 +148,15 @@ def check_resume(config: TrainConfig, run_dir: Path, data: TrainingData) -> None
                              "config.json); choose a new or empty directory")
     if not is_run or not _has_checkpoint(run_dir):  # a run that failed before its first checkpoint
         return
-    if _run_identity(previous) != _run_identity(config_to_dict(config)):
-        raise UserInputError(_config_mismatch(run_dir, previous, config_to_dict(config)))
+    resolved = config_to_dict(config)
     recorded = read_json_file(run_dir / "data.json")
+    if isinstance(recorded, dict):
+        # the data's content is compared, so where it lies may change (a moved folder, a relative
+        # path given for an absolute one); runs from before data.json compare the paths
+        previous, resolved = ({**d, "data": {k: v for k, v in d["data"].items() if k not in DATA_PATHS}}
+                              for d in (previous, resolved))
+    if _run_identity(previous) != _run_identity(resolved):
+        raise UserInputError(_config_mismatch(run_dir, previous, resolved))
     if isinstance(recorded, dict) and recorded.get("digest") != training_digest(data):
         raise UserInputError(f"{run_dir}: holds a run trained on other data (the texts or pairs that "
                              f"{config.data.pairs or config.data.groups} gives now differ from those it "

@@ -207,6 +207,11 @@ def test_resume_refuses_other_data_and_foreign_folders_and_restarts_a_run_withou
     monkeypatch.setattr(checkpoints.RunCheckpoints, "save", original)
     assert main(["train", str(own), "--output", str(run), "--quiet", *short]) == 0
     assert [line["step"] for line in deterministic_lines(run)] == [1, 2, 3, 4, 4]
+    # the same data at another path (moved, or relative for absolute) resumes: the content is compared
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(own.read_text().replace(str(pairs), str(shutil.copytree(pairs, tmp_path / "elsewhere"))),
+                     encoding="utf-8")
+    assert main(["train", str(moved), "--output", str(run), "--quiet", *short]) == 0
     capsys.readouterr()
     # a config change (a teacher to train first) is refused before the teacher trains
     assert main(["train", str(own), "--output", str(run), "--quiet", *short, "teacher.mode=auto",
