@@ -78,10 +78,30 @@ def default_data_root() -> Path | None:
     return None
 
 
-def add_data_root_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data-root", default=None, metavar="DIR",
-        help="folder holding the datasets (default: $STYLEBENCH_DATA, else ../shared/data)")
+def add_data_root_argument(parser: argparse.ArgumentParser, *, config_key: bool = False) -> None:
+    """``--data-root``; ``config_key``: the command's config has a ``data_root`` the flag overrides."""
+    where = ("; overrides the config's data_root (default: data_root, else $STYLEBENCH_DATA" if config_key
+             else " (default: $STYLEBENCH_DATA")
+    parser.add_argument("--data-root", default=None, metavar="DIR",
+                        help=f"folder holding the datasets{where}, else ../shared/data)")
+
+
+def data_root_argument(args: argparse.Namespace, *, fallback: bool = True) -> Path | None:
+    """``--data-root`` as a Path, checked to be a directory; without the flag ``default_data_root()``
+    (``fallback``; none found is an error) or None (the config's own ``data_root`` applies)."""
+    if not args.data_root:
+        if not fallback:
+            return None
+        root = default_data_root()
+        if root is None:
+            raise UserInputError("no data root: pass --data-root DIR or set $STYLEBENCH_DATA "
+                                 "(default ../shared/data was not found)")
+        return root
+    root = Path(args.data_root)
+    if not root.is_dir():
+        found = "not a directory" if root.exists() else "no such directory"
+        raise UserInputError(f"--data-root {root}: {found}")
+    return root
 
 
 def check_positive(value: int | None, flag: str, *, allow_zero: bool = False) -> None:

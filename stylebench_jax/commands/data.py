@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from stylebench_jax.commands.common import add_data_root_argument
+
 DESCRIPTION = """\
 Build an authorship attribution / verification benchmark from author-labelled text collections,
 following AuthBench's construction pipeline (App. A):
@@ -57,9 +59,7 @@ def register(subparsers) -> None:
     build.add_argument("config", type=Path, help="build config (YAML)")
     build.add_argument("overrides", nargs="*", default=[], metavar="key=value",
                        help="override config keys, e.g. sampling.total=5000 output=runs/x")
-    build.add_argument("--data-root", default=None, metavar="DIR",
-                       help="folder the sources' relative paths start at (overrides the config's "
-                            "data_root; default: data_root, else $STYLEBENCH_DATA, else ../shared/data)")
+    add_data_root_argument(build, config_key=True)
     build.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     build.set_defaults(func=run_build, no_cache=True)
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1], no_cache=True)
@@ -68,16 +68,15 @@ def register(subparsers) -> None:
 def run_build(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from stylebench_jax.commands.common import default_data_root
+    from stylebench_jax.commands.common import data_root_argument, default_data_root
     from stylebench_jax.config import InvalidField, locate_field
     from stylebench_jax.data.construct import BuildConfig, build_benchmark, load_build_config
     from stylebench_jax.errors import UserInputError
 
     config = load_build_config(args.config, args.overrides)
-    if args.data_root is not None:
-        if not Path(args.data_root).is_dir():
-            raise UserInputError(f"--data-root {args.data_root}: no such directory")
-        config = dataclasses.replace(config, data_root=Path(args.data_root))
+    flag_root = data_root_argument(args, fallback=False)
+    if flag_root is not None:
+        config = dataclasses.replace(config, data_root=flag_root)
     if config.data_root is None:
         root = default_data_root()
         if root is None:

@@ -14,7 +14,7 @@ from stylebench_jax.commands.common import (
     check_cache_dir,
     check_output_dir,
     check_positive,
-    default_data_root,
+    data_root_argument,
 )
 from stylebench_jax.errors import UserInputError
 
@@ -125,12 +125,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_dir(Path(args.output), "--output")
     if not args.no_cache:
         check_cache_dir(args.cache_dir)
-    data_root = Path(args.data_root) if args.data_root else default_data_root()
-    if data_root is None:
-        raise UserInputError("no data root: pass --data-root DIR or set $STYLEBENCH_DATA "
-                             "(default ../shared/data was not found)")
-    if not data_root.is_dir():
-        raise UserInputError(f"--data-root {data_root}: not a directory")
+    data_root = data_root_argument(args)
     request = EvalRequest(
         models=split_names(args.models, "--models"), suite=args.suite, output_dir=Path(args.output),
         data_root=data_root, seed=args.seed, n_boot=args.n_boot, force=args.force,

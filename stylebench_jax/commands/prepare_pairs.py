@@ -10,9 +10,11 @@ from pathlib import Path
 
 from stylebench_jax.commands.common import (
     add_cache_arguments,
+    add_data_root_argument,
     add_mesh_argument,
     build_mesh,
     check_output_dir,
+    data_root_argument,
     default_data_root,
 )
 from stylebench_jax.errors import UserInputError
@@ -55,9 +57,7 @@ def register(subparsers) -> None:
                         help="config overrides, e.g. split.by=author pairs.negatives_per_book=20")
     add_mesh_argument(parser)
     add_cache_arguments(parser)
-    parser.add_argument("--data-root", default=None, metavar="DIR",
-                        help="folder of the collections that sources name (overrides the config's "
-                             "data_root; default: data_root, else $STYLEBENCH_DATA, else ../shared/data)")
+    add_data_root_argument(parser, config_key=True)
     parser.add_argument("--quiet", action="store_true", help="no progress bars or summary")
     parser.set_defaults(func=run)
 
@@ -80,10 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     config = load_config(args.config, PreparePairsConfig, args.overrides)
-    if args.data_root is not None and not Path(args.data_root).is_dir():
-        raise UserInputError(f"--data-root {args.data_root}: no such directory")
-    data_root = Path(args.data_root) if args.data_root is not None else (config.data_root
-                                                                        or default_data_root())
+    data_root = data_root_argument(args, fallback=False) or config.data_root or default_data_root()
     # Everything a user can get wrong is checked before the first book is read.
     require_format(config.output.format)
     _check_output(config.output.dir, config.output.overwrite)

@@ -9,7 +9,7 @@ from stylebench_jax.commands.common import (
     add_cache_arguments,
     add_data_root_argument,
     check_output_dir,
-    default_data_root,
+    data_root_argument,
 )
 from stylebench_jax.errors import UserInputError
 
@@ -73,12 +73,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_dir(output, "--output")
     config_path = Path(args.config)
     config = load_config(config_path, RavenConfig, args.overrides)
-    data_root = Path(args.data_root) if args.data_root else default_data_root()
-    if data_root is None:
-        raise UserInputError("no data root: pass --data-root DIR or set $STYLEBENCH_DATA "
-                             "(default ../shared/data was not found)")
-    if not data_root.is_dir():
-        raise UserInputError(f"--data-root {data_root}: not a directory")
+    data_root = data_root_argument(args)
     try:
         import matplotlib  # noqa: F401  (the report needs it; fail before the work, not after)
     except ImportError:
