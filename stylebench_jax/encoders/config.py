@@ -9,6 +9,7 @@ from stylebench_jax.errors import located
 from stylebench_jax.fileio import read_json_file
 
 SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "camembert")
+SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 
 _MISSING = object()
 
@@ -35,7 +36,6 @@ def positive_field(raw: dict, path, key: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
         raise located(path, f"expected a number > 0, found {value!r}", field=key)
     return float(value)
-SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 
 
 @dataclasses.dataclass(frozen=True)
