@@ -309,12 +309,12 @@ class EmbeddingCache:
         stats = {"orphans": 0, "incomplete_shards": 0, "damaged_shards": 0, "bytes": 0}
         if not self.root.is_dir():
             return stats
-        for directory in (self.root, *sorted(p for p in self.root.iterdir()
-                                            if p.is_dir() and _SPACE_NAME.fullmatch(p.name))):
+        spaces = sorted(p for p in self.root.iterdir() if p.is_dir() and _SPACE_NAME.fullmatch(p.name))
+        for directory in (self.root, *spaces):
             count, freed = remove_orphans(directory)
             stats["orphans"] += count
             stats["bytes"] += freed
-        for space in sorted(p for p in self.root.iterdir() if p.is_dir() and _SPACE_NAME.fullmatch(p.name)):
+        for space in spaces:
             shards = {p.name.split(".")[0] for p in space.glob("*.vectors.npy")} | \
                 {p.name.split(".")[0] for p in space.glob("*.keys.npy")}
             for shard in sorted(shards):
