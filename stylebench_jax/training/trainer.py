@@ -119,8 +119,6 @@ def _config_mismatch(run_dir: Path, previous: dict, resolved: dict) -> str:
 
 
 DATA_PATHS = ("pairs", "groups")  # data.* keys naming where the data lies, not what it is
-# what a run makes before its config.json (the checkpoint managers' folders, the teacher's)
-RUN_FOLDERS_FIRST = frozenset({"checkpoints", "best", "teacher"})
 
 
 def _has_checkpoint(run_dir: Path) -> bool:
@@ -131,21 +129,22 @@ def _has_checkpoint(run_dir: Path) -> bool:
 
 
 def check_resume(config: TrainConfig, run_dir: Path, data: TrainingData) -> None:
-    """Before any training (a teacher's included): ``run_dir`` is new, empty or a run of this config
-    on this data. A folder of other files (a model directory, the working directory) is refused, as
-    a run's files would be written into it; a run with a checkpoint resumes only with the same
+    """Before any training (a teacher's included): ``run_dir`` is new or a run of this config on this
+    data. A folder whose ``config.json`` is not a run's (a model directory) is refused, as the run's
+    would overwrite it; a run with a checkpoint resumes only with the same
     config (``_config_mismatch``) and the same training data (``data.json``: the digest of the texts
     and pairs, so a rewritten pairs folder at the same path is refused too)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         return
-    # dot-files: temporaries, and the shared-directory probe a multi-process run writes there first
-    entries = {p.name for p in run_dir.iterdir() if not p.name.startswith(".")}
-    previous = read_json_file(run_dir / "config.json") if "config.json" in entries else None
+    # only a config.json that is not a run's is refused: other files may be a launcher's logs or what
+    # another process of this run has just written (its own config.json comes first, atomically)
+    has_config = (run_dir / "config.json").is_file()
+    previous = read_json_file(run_dir / "config.json") if has_config else None
     is_run = isinstance(previous, dict) and "trainer" in previous and "data" in previous
-    if not is_run and entries - RUN_FOLDERS_FIRST:
-        raise UserInputError(f"--output {run_dir}: holds files that are not a training run (no run's "
-                             "config.json); choose a new or empty directory")
+    if has_config and not is_run:
+        raise UserInputError(f"--output {run_dir}: holds files that are not a training run (its "
+                             "config.json is not a run's); choose a new or empty directory")
     if not is_run or not _has_checkpoint(run_dir):  # a run that failed before its first checkpoint
         return
     resolved = config_to_dict(config)
